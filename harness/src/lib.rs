@@ -1,0 +1,26 @@
+//! devcheck: a device-correctness test matrix for tch (libtorch) training code.
+//!
+//! It answers, for CPU, every CUDA device and Apple MPS: does this training step
+//! really run where I think, agree with the CPU, get timed honestly, avoid hidden
+//! host syncs and operator fallbacks, and keep its memory flat? The facilities tch
+//! lacks (device synchronize, allocator statistics, device events, CUDA
+//! sync-debug mode, warning capture) come from a small C++ shim in [`shim`].
+
+pub mod device;
+pub mod environment;
+pub mod shim;
+
+use std::sync::OnceLock;
+
+pub use device::{DeviceSlot, DeviceSpec, UnknownDevice};
+pub use environment::Environment;
+pub use shim::{Backend, CudaLibrary, ShimError};
+
+/// Prepares libtorch for devcheck: loads `libtorch_cuda` if the linker dropped
+/// it. Idempotent; every devcheck entry point calls it first, and programs that
+/// query libtorch (for example `tch::Cuda::is_available`) before using devcheck
+/// should call it before that.
+pub fn init() -> Result<CudaLibrary, ShimError> {
+    static STATE: OnceLock<Result<CudaLibrary, ShimError>> = OnceLock::new();
+    STATE.get_or_init(shim::ensure_cuda_loaded).clone()
+}

@@ -1,0 +1,410 @@
+//! Safe wrappers over the C++ shim (`shim/devcheck_shim.cpp`).
+//!
+//! Every shim call returns either nothing or an owned error string; the
+//! wrappers turn that into [`ShimError`], so no libtorch exception or abort
+//! ever reaches the caller.
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::path::PathBuf;
+
+#[repr(C)]
+#[derive(Default)]
+struct RawBackend {
+    built: c_int,
+    available: c_int,
+    device_count: c_int,
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct RawMemory {
+    allocated_current: i64,
+    allocated_peak: i64,
+    reserved_current: i64,
+    reserved_peak: i64,
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct RawPrecision {
+    cuda_matmul_tf32: c_int,
+    cudnn_conv_tf32: c_int,
+    matmul_precision: c_int,
+}
+
+extern "C" {
+    fn dc_free_error(error: *mut c_char);
+    fn dc_ensure_cuda_loaded(was_linked: *mut c_int, loaded_now: *mut c_int) -> *mut c_char;
+    fn dc_libtorch_lib_dir(buf: *mut c_char, len: usize) -> *mut c_char;
+    fn dc_compiled_torch_version() -> *const c_char;
+    fn dc_backend_info(device_type: c_int, out: *mut RawBackend) -> *mut c_char;
+    fn dc_synchronize(device_type: c_int, device_index: c_int) -> *mut c_char;
+    fn dc_memory_stats(device_type: c_int, device_index: c_int, out: *mut RawMemory)
+        -> *mut c_char;
+    fn dc_reset_peak_memory(device_type: c_int, device_index: c_int) -> *mut c_char;
+    fn dc_empty_cache(device_type: c_int) -> *mut c_char;
+    fn dc_precision_flags(out: *mut RawPrecision) -> *mut c_char;
+    fn dc_event_new(device_type: c_int, device_index: c_int, out: *mut *mut c_void) -> *mut c_char;
+    fn dc_event_record(event: *mut c_void) -> *mut c_char;
+    fn dc_event_elapsed_ms(start: *mut c_void, end: *mut c_void, out: *mut f64) -> *mut c_char;
+    fn dc_event_free(event: *mut c_void);
+    fn dc_set_sync_debug_mode(device_type: c_int, mode: c_int, previous: *mut c_int)
+        -> *mut c_char;
+    fn dc_warnings_begin(out: *mut *mut c_void) -> *mut c_char;
+    fn dc_warnings_count(capture: *mut c_void) -> usize;
+    fn dc_warnings_get(
+        capture: *mut c_void,
+        i: usize,
+        message: *mut *const c_char,
+        file: *mut *const c_char,
+        line: *mut u32,
+    );
+    fn dc_warnings_end(capture: *mut c_void);
+}
+
+/// A libtorch call made through the shim failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{operation}: {message}")]
+pub struct ShimError {
+    /// What devcheck was doing, e.g. "synchronize cuda:0".
+    pub operation: String,
+    /// libtorch's message, without its C++ backtrace.
+    pub message: String,
+}
+
+fn check(operation: impl FnOnce() -> String, error: *mut c_char) -> Result<(), ShimError> {
+    if error.is_null() {
+        return Ok(());
+    }
+    // SAFETY: a non-null return is a NUL-terminated string malloc'd by the shim,
+    // released here exactly once.
+    let message = unsafe { CStr::from_ptr(error) }
+        .to_string_lossy()
+        .into_owned();
+    unsafe { dc_free_error(error) };
+    Err(ShimError {
+        operation: operation(),
+        message,
+    })
+}
+
+/// The device families the shim knows, numbered as the shim numbers them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// The host CPU.
+    Cpu = 0,
+    /// NVIDIA CUDA.
+    Cuda = 1,
+    /// Apple Metal Performance Shaders.
+    Mps = 2,
+}
+
+impl Backend {
+    /// All backends, in report order.
+    pub const ALL: [Backend; 3] = [Backend::Cpu, Backend::Cuda, Backend::Mps];
+
+    /// The lower-case name used in trial names and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Cpu => "cpu",
+            Backend::Cuda => "cuda",
+            Backend::Mps => "mps",
+        }
+    }
+}
+
+/// Whether a backend is compiled in, usable now, and how many devices it has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct BackendInfo {
+    /// Compiled into the loaded libtorch.
+    pub built: bool,
+    /// Usable in this process now.
+    pub available: bool,
+    /// Number of devices; 0 when not available.
+    pub device_count: usize,
+}
+
+/// How `libtorch_cuda` came to be in this process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CudaLibrary {
+    /// The binary was linked against it.
+    Linked,
+    /// The linker dropped it (`--as-needed`); devcheck loaded it at start-up.
+    LoadedAtRuntime,
+    /// This libtorch has no CUDA library.
+    Absent,
+}
+
+/// Loads `libtorch_cuda` if the linker dropped it. Must precede other libtorch calls,
+/// because libtorch caches the absence of CUDA hooks on first use.
+pub(crate) fn ensure_cuda_loaded() -> Result<CudaLibrary, ShimError> {
+    let (mut was_linked, mut loaded_now) = (0, 0);
+    // SAFETY: both pointers are valid for writes.
+    check(|| "load libtorch_cuda".into(), unsafe {
+        dc_ensure_cuda_loaded(&mut was_linked, &mut loaded_now)
+    })?;
+    Ok(match (was_linked, loaded_now) {
+        (1, _) => CudaLibrary::Linked,
+        (_, 1) => CudaLibrary::LoadedAtRuntime,
+        _ => CudaLibrary::Absent,
+    })
+}
+
+/// Directory of the `libtorch_cpu` library this process actually loaded.
+pub fn libtorch_lib_dir() -> Result<PathBuf, ShimError> {
+    let mut buf = vec![0u8; 4096];
+    // SAFETY: buf is writable for its length; the shim NUL-terminates on success.
+    check(|| "locate libtorch".into(), unsafe {
+        dc_libtorch_lib_dir(buf.as_mut_ptr().cast(), buf.len())
+    })?;
+    let text = CStr::from_bytes_until_nul(&buf).map_err(|e| ShimError {
+        operation: "locate libtorch".into(),
+        message: e.to_string(),
+    })?;
+    Ok(PathBuf::from(text.to_string_lossy().into_owned()))
+}
+
+/// The libtorch version whose headers the shim was compiled against.
+pub fn compiled_torch_version() -> String {
+    // SAFETY: returns a pointer to a static NUL-terminated string.
+    unsafe { CStr::from_ptr(dc_compiled_torch_version()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Built/available/count of one backend, as libtorch's hooks report it.
+pub fn backend_info(backend: Backend) -> Result<BackendInfo, ShimError> {
+    let mut raw = RawBackend::default();
+    // SAFETY: raw is valid for writes.
+    check(|| format!("query {}", backend.name()), unsafe {
+        dc_backend_info(backend as c_int, &mut raw)
+    })?;
+    Ok(BackendInfo {
+        built: raw.built != 0,
+        available: raw.available != 0,
+        device_count: usize::try_from(raw.device_count).unwrap_or(0),
+    })
+}
+
+/// Blocks until every queued operation on the device has finished. No-op on CPU.
+pub fn synchronize(backend: Backend, index: usize) -> Result<(), ShimError> {
+    // SAFETY: plain values in, error string out.
+    check(
+        || format!("synchronize {}:{index}", backend.name()),
+        unsafe { dc_synchronize(backend as c_int, index as c_int) },
+    )
+}
+
+/// Device allocator figures in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct DeviceMemory {
+    /// Bytes held by live tensors.
+    pub allocated_current: u64,
+    /// High-water mark of `allocated_current` since the last reset, where kept.
+    pub allocated_peak: Option<u64>,
+    /// Bytes the caching allocator holds from the driver.
+    pub reserved_current: u64,
+    /// High-water mark of `reserved_current`, where kept.
+    pub reserved_peak: Option<u64>,
+}
+
+/// Current and peak allocator figures for an accelerator.
+pub fn memory_stats(backend: Backend, index: usize) -> Result<DeviceMemory, ShimError> {
+    let mut raw = RawMemory::default();
+    // SAFETY: raw is valid for writes.
+    check(
+        || format!("memory statistics of {}:{index}", backend.name()),
+        unsafe { dc_memory_stats(backend as c_int, index as c_int, &mut raw) },
+    )?;
+    let known = |v: i64| u64::try_from(v).ok();
+    Ok(DeviceMemory {
+        allocated_current: known(raw.allocated_current).unwrap_or(0),
+        allocated_peak: known(raw.allocated_peak),
+        reserved_current: known(raw.reserved_current).unwrap_or(0),
+        reserved_peak: known(raw.reserved_peak),
+    })
+}
+
+/// Resets the allocator's peak figures (where it keeps them).
+pub fn reset_peak_memory(backend: Backend, index: usize) -> Result<(), ShimError> {
+    // SAFETY: plain values in, error string out.
+    check(
+        || format!("reset peak memory of {}:{index}", backend.name()),
+        unsafe { dc_reset_peak_memory(backend as c_int, index as c_int) },
+    )
+}
+
+/// Returns cached, unused blocks to the driver.
+pub fn empty_cache(backend: Backend) -> Result<(), ShimError> {
+    // SAFETY: plain values in, error string out.
+    check(|| format!("empty the {} cache", backend.name()), unsafe {
+        dc_empty_cache(backend as c_int)
+    })
+}
+
+/// Reduced-precision float32 modes that change numerics on CUDA.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PrecisionFlags {
+    /// TF32 allowed for float32 matmuls (cuBLAS).
+    pub cuda_matmul_tf32: bool,
+    /// TF32 allowed for float32 convolutions (cuDNN).
+    pub cudnn_conv_tf32: bool,
+    /// `torch.get_float32_matmul_precision()`: highest, high or medium.
+    pub float32_matmul_precision: String,
+}
+
+impl PrecisionFlags {
+    /// Whether any reduced-precision float32 mode is on.
+    pub fn any_reduced(&self) -> bool {
+        self.cuda_matmul_tf32 || self.cudnn_conv_tf32 || self.float32_matmul_precision != "highest"
+    }
+}
+
+/// The process's float32 precision settings.
+pub fn precision_flags() -> Result<PrecisionFlags, ShimError> {
+    let mut raw = RawPrecision::default();
+    // SAFETY: raw is valid for writes.
+    check(|| "read precision flags".into(), unsafe {
+        dc_precision_flags(&mut raw)
+    })?;
+    Ok(PrecisionFlags {
+        cuda_matmul_tf32: raw.cuda_matmul_tf32 != 0,
+        cudnn_conv_tf32: raw.cudnn_conv_tf32 != 0,
+        float32_matmul_precision: match raw.matmul_precision {
+            0 => "highest",
+            1 => "high",
+            _ => "medium",
+        }
+        .to_owned(),
+    })
+}
+
+/// A device event recorded on the device's current stream, for device-side timing.
+pub struct DeviceEvent {
+    raw: *mut c_void,
+}
+
+impl DeviceEvent {
+    /// A new timing-enabled event on an accelerator.
+    pub fn new(backend: Backend, index: usize) -> Result<Self, ShimError> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: raw is valid for writes.
+        check(
+            || format!("create an event on {}:{index}", backend.name()),
+            unsafe { dc_event_new(backend as c_int, index as c_int, &mut raw) },
+        )?;
+        Ok(Self { raw })
+    }
+
+    /// Records the event on the device's current stream.
+    pub fn record(&mut self) -> Result<(), ShimError> {
+        // SAFETY: self.raw is a live event from dc_event_new.
+        check(|| "record an event".into(), unsafe {
+            dc_event_record(self.raw)
+        })
+    }
+
+    /// Waits for `end` and returns the device time between the two events in ms.
+    pub fn elapsed_ms(&self, end: &DeviceEvent) -> Result<f64, ShimError> {
+        let mut ms = 0.0;
+        // SAFETY: both events are live; ms is valid for writes.
+        check(|| "read event time".into(), unsafe {
+            dc_event_elapsed_ms(self.raw, end.raw, &mut ms)
+        })?;
+        Ok(ms)
+    }
+}
+
+impl Drop for DeviceEvent {
+    fn drop(&mut self) {
+        // SAFETY: self.raw came from dc_event_new and is freed once.
+        unsafe { dc_event_free(self.raw) }
+    }
+}
+
+/// CUDA's sync-debug mode: what libtorch does when an operation synchronizes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncDebugMode {
+    /// Synchronizing operations run silently.
+    Off = 0,
+    /// They emit a warning.
+    Warn = 1,
+    /// They raise an error.
+    Error = 2,
+}
+
+/// Sets CUDA's sync-debug mode and returns the previous one.
+pub fn set_sync_debug_mode(mode: SyncDebugMode) -> Result<SyncDebugMode, ShimError> {
+    let mut previous = 0;
+    // SAFETY: previous is valid for writes.
+    check(|| "set CUDA sync-debug mode".into(), unsafe {
+        dc_set_sync_debug_mode(Backend::Cuda as c_int, mode as c_int, &mut previous)
+    })?;
+    Ok(match previous {
+        1 => SyncDebugMode::Warn,
+        2 => SyncDebugMode::Error,
+        _ => SyncDebugMode::Off,
+    })
+}
+
+/// One warning libtorch raised (`TORCH_WARN`), with its C++ source location.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TorchWarning {
+    /// The warning text.
+    pub message: String,
+    /// libtorch source file that raised it.
+    pub file: String,
+    /// Line in that file.
+    pub line: u32,
+}
+
+/// Captures libtorch warnings on the current thread, with warn-always on so
+/// that once-per-process warnings (such as MPS's CPU fallback) repeat.
+pub struct WarningCapture {
+    raw: *mut c_void,
+}
+
+impl WarningCapture {
+    /// Starts capturing; the previous handler returns when this is finished or dropped.
+    pub fn start() -> Result<Self, ShimError> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: raw is valid for writes.
+        check(|| "capture libtorch warnings".into(), unsafe {
+            dc_warnings_begin(&mut raw)
+        })?;
+        Ok(Self { raw })
+    }
+
+    /// Warnings captured so far.
+    pub fn warnings(&self) -> Vec<TorchWarning> {
+        // SAFETY: self.raw is a live capture; returned strings are borrowed
+        // until dc_warnings_end and copied here.
+        let count = unsafe { dc_warnings_count(self.raw) };
+        (0..count)
+            .map(|i| {
+                let (mut message, mut file, mut line) = (std::ptr::null(), std::ptr::null(), 0);
+                unsafe {
+                    dc_warnings_get(self.raw, i, &mut message, &mut file, &mut line);
+                    TorchWarning {
+                        message: CStr::from_ptr(message).to_string_lossy().into_owned(),
+                        file: CStr::from_ptr(file).to_string_lossy().into_owned(),
+                        line,
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// Stops capturing and returns what was captured.
+    pub fn finish(self) -> Vec<TorchWarning> {
+        self.warnings()
+    }
+}
+
+impl Drop for WarningCapture {
+    fn drop(&mut self) {
+        // SAFETY: self.raw came from dc_warnings_begin and is ended once.
+        unsafe { dc_warnings_end(self.raw) }
+    }
+}

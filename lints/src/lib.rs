@@ -1,0 +1,1 @@
+//! devcheck-lint: finds host syncs inside hot loops of tch code (being built).
