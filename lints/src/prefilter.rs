@@ -1,0 +1,274 @@
+//! Byte-level checks that run before parsing.
+//!
+//! Parsing is where a lint run spends its time, so files that cannot hold a
+//! finding are never parsed: a file is parsed only if it names a tch-specific
+//! operation or mentions tch at all (`Tensor`, `tch::`). Everything the rules
+//! can report needs one of those, except calls to crate-local functions that
+//! sync, which the engine finds in a second pass. The nesting check refuses
+//! inputs deep enough to exhaust the parser's stack.
+
+use std::sync::LazyLock;
+
+use aho_corasick::AhoCorasick;
+
+/// Names of operations that only tch has; any of them makes a file worth parsing.
+const OPERATION_TOKENS: &[&str] = &[
+    "double_value",
+    "int64_value",
+    "copy_data",
+    "masked_select",
+    "nonzero(",
+    "nonzero_numpy",
+    "argwhere",
+    "unique_dim",
+    "unique_consecutive",
+    "_unique",
+    "repeat_interleave",
+    "bincount",
+    "allclose",
+    "batch_accuracy_for_logits",
+    "clip_grad_norm",
+    "backward_step_clip_norm",
+    "Device::Cpu",
+    "iter::<",
+];
+
+/// Signs that a file uses tch, so that generic calls (`to_string`, `{}`,
+/// `try_from`) on tensors can occur in it.
+const TCH_TOKENS: &[&str] = &["Tensor", "tch::", "crate tch"];
+
+static OPERATIONS: LazyLock<AhoCorasick> =
+    LazyLock::new(|| AhoCorasick::new(OPERATION_TOKENS).expect("literal patterns compile"));
+static TCH: LazyLock<AhoCorasick> =
+    LazyLock::new(|| AhoCorasick::new(TCH_TOKENS).expect("literal patterns compile"));
+
+/// Whether the file mentions tch (`Tensor`, `tch::`); unknown receivers of
+/// tch-flavoured method names only count in such files.
+pub fn mentions_tch(text: &str) -> bool {
+    TCH.is_match(text)
+}
+
+/// Whether the file can hold a finding of the built-in rules and so must be parsed.
+pub fn is_candidate(text: &str) -> bool {
+    mentions_tch(text) || OPERATIONS.is_match(text)
+}
+
+/// The deepest nesting of brackets, or run of prefix operators, that the
+/// parser is asked to handle. syn parses these recursively; real code stays
+/// below a hundred, so this only turns away generated or hostile input.
+pub const MAX_NESTING: usize = 1000;
+
+/// Where a file nests deeper than [`MAX_NESTING`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TooDeep {
+    /// 1-based line where the limit was crossed.
+    pub line: usize,
+}
+
+/// Scans for bracket nesting or prefix-operator runs deeper than
+/// [`MAX_NESTING`], skipping comments, strings and character literals.
+pub fn check_nesting(text: &str) -> Result<(), TooDeep> {
+    let bytes = text.as_bytes();
+    let mut depth = 0usize;
+    let mut prefix_run = 0usize;
+    let mut line = 1usize;
+    let mut i = 0usize;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match b {
+            b'\n' => line += 1,
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Err(TooDeep { line });
+                }
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                i = memchr::memchr(b'\n', &bytes[i..]).map_or(bytes.len(), |n| i + n);
+                continue;
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                i = skip_block_comment(bytes, i, &mut line);
+                continue;
+            }
+            b'"' => {
+                i = skip_string(bytes, i + 1, &mut line);
+                continue;
+            }
+            b'r' if is_raw_string_start(bytes, i) => {
+                i = skip_raw_string(bytes, i + 1, &mut line);
+                continue;
+            }
+            b'\'' => {
+                i = skip_char_literal(bytes, i);
+                continue;
+            }
+            _ => {}
+        }
+        if matches!(b, b'-' | b'!' | b'*' | b'&') {
+            prefix_run += 1;
+            if prefix_run > MAX_NESTING {
+                return Err(TooDeep { line });
+            }
+        } else if !b.is_ascii_whitespace() {
+            prefix_run = 0;
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+fn skip_block_comment(bytes: &[u8], start: usize, line: &mut usize) -> usize {
+    let mut depth = 0usize;
+    let mut i = start;
+    while i < bytes.len() {
+        match (bytes[i], bytes.get(i + 1)) {
+            (b'/', Some(b'*')) => {
+                depth += 1;
+                i += 2;
+            }
+            (b'*', Some(b'/')) => {
+                depth -= 1;
+                i += 2;
+                if depth == 0 {
+                    return i;
+                }
+            }
+            (b'\n', _) => {
+                *line += 1;
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    i
+}
+
+/// Skips to just past the closing quote; `i` is just past the opening one.
+fn skip_string(bytes: &[u8], mut i: usize, line: &mut usize) -> usize {
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'"' => return i + 1,
+            b'\n' => {
+                *line += 1;
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    i
+}
+
+fn is_raw_string_start(bytes: &[u8], i: usize) -> bool {
+    let preceded_by_ident = i > 0 && (bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_');
+    if preceded_by_ident {
+        return false;
+    }
+    let mut j = i + 1;
+    while bytes.get(j) == Some(&b'#') {
+        j += 1;
+    }
+    bytes.get(j) == Some(&b'"')
+}
+
+/// `i` is just past the `r` of `r#"..."#`.
+fn skip_raw_string(bytes: &[u8], mut i: usize, line: &mut usize) -> usize {
+    let mut hashes = 0;
+    while bytes.get(i) == Some(&b'#') {
+        hashes += 1;
+        i += 1;
+    }
+    i += 1;
+    while i < bytes.len() {
+        if bytes[i] == b'\n' {
+            *line += 1;
+        }
+        if bytes[i] == b'"'
+            && bytes[i + 1..]
+                .iter()
+                .take(hashes)
+                .filter(|&&b| b == b'#')
+                .count()
+                == hashes
+        {
+            return i + 1 + hashes;
+        }
+        i += 1;
+    }
+    i
+}
+
+/// Skips a character literal (`'a'`, `'\n'`, `'é'`); a lifetime is left alone.
+fn skip_char_literal(bytes: &[u8], i: usize) -> usize {
+    match bytes.get(i + 1) {
+        Some(b'\\') => {
+            let mut j = i + 3;
+            while j < bytes.len() && j < i + 12 && bytes[j] != b'\'' {
+                j += 1;
+            }
+            j + 1
+        }
+        Some(&c) => {
+            let width = match c {
+                0x00..=0x7f => 1,
+                0xc0..=0xdf => 2,
+                0xe0..=0xef => 3,
+                _ => 4,
+            };
+            if bytes.get(i + 1 + width) == Some(&b'\'') {
+                i + 2 + width
+            } else {
+                i + 1
+            }
+        }
+        None => i + 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn candidates_need_a_tch_token() {
+        assert!(is_candidate("let v = loss.double_value(&[]);"));
+        assert!(is_candidate("use tch::Tensor;"));
+        assert!(is_candidate("fn f(t: &Tensor) {}"));
+        assert!(!is_candidate(
+            "fn main() { for i in 0..3 { println!(\"{}\", i.to_string()); } }"
+        ));
+        assert!(!is_candidate("let m = x.matches(pattern); // batch"));
+    }
+
+    #[test]
+    fn brackets_in_strings_comments_and_chars_do_not_count() {
+        let opens = "(".repeat(MAX_NESTING + 5);
+        let text = format!(
+            "// {opens}\n/* {opens} /* nested */ */\nlet a = \"{opens}\\\"\";\nlet b = r#\"{opens}\"#;\nlet c = '(';\nfn f<'a>(x: &'a str) {{}}\n"
+        );
+        assert_eq!(check_nesting(&text), Ok(()));
+    }
+
+    #[test]
+    fn deep_brackets_and_prefix_runs_are_refused_with_a_line() {
+        let deep = format!(
+            "fn f() {{\n let x = {}1{};\n}}",
+            "(".repeat(MAX_NESTING + 1),
+            ")".repeat(MAX_NESTING + 1)
+        );
+        assert_eq!(check_nesting(&deep), Err(TooDeep { line: 2 }));
+        let ok = format!(
+            "fn f() {{ let x = {}1{}; }}",
+            "(".repeat(MAX_NESTING - 2),
+            ")".repeat(MAX_NESTING - 2)
+        );
+        assert_eq!(check_nesting(&ok), Ok(()));
+        let unary = format!(
+            "fn f() {{\n\n let x = {}1; }}",
+            "- ".repeat(MAX_NESTING + 1)
+        );
+        assert_eq!(check_nesting(&unary), Err(TooDeep { line: 3 }));
+    }
+}

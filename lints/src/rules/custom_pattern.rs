@@ -1,0 +1,67 @@
+//! `custom-pattern`: calls that match a regex from `devcheck.toml`.
+
+use super::{declare_rule, Hit, Need, RuleId};
+use crate::config::CustomPattern;
+
+declare_rule! {
+    /// ### What it does
+    /// Reports calls inside loops whose callee matches a pattern listed under
+    /// `[[lint.patterns]]` in `devcheck.toml`. The regex is matched against
+    /// the method name for method calls (`item`), the path as written for
+    /// function calls (`metrics::flush`), and the name followed by `!` for
+    /// macros (`log_scalar!`). Loop context, periodic guards, suppressions
+    /// and the call-chain analysis apply exactly as for the built-in rules.
+    ///
+    /// ### Why is this bad
+    /// Projects have their own helpers that read back from the device
+    /// (metric loggers, checkpoint hooks, wrappers around `double_value`);
+    /// they deserve the same scrutiny as tch's own.
+    ///
+    /// ### Example
+    /// ```rust,ignore
+    /// // devcheck.toml:
+    /// //   [[lint.patterns]]
+    /// //   call = "^log_scalar$"
+    /// //   message = "`log_scalar` reads its tensor back to the host"
+    /// for step in 0..steps {
+    ///     let loss = train_step(&mut model, &batch);
+    ///     logger.log_scalar("loss", &loss);
+    /// }
+    /// ```
+    ///
+    /// ### Use instead
+    /// ```rust,ignore
+    /// for step in 0..steps {
+    ///     let loss = train_step(&mut model, &batch);
+    ///     if step % 100 == 0 {
+    ///         logger.log_scalar("loss", &loss);
+    ///     }
+    /// }
+    /// ```
+    pub CUSTOM_PATTERN,
+    id: RuleId::CustomPattern,
+    level: Warn,
+    summary: "calls matching a regex listed in devcheck.toml inside loops",
+    help: "call it once per epoch or every N steps",
+}
+
+/// Checks a callee (method name, path as written, or `name!`) against the
+/// configured patterns; the first match wins.
+pub(crate) fn check(patterns: &[CustomPattern], callee: &str) -> Option<(usize, Hit)> {
+    patterns
+        .iter()
+        .enumerate()
+        .find(|(_, p)| p.call.is_match(callee))
+        .map(|(index, p)| {
+            let message = p.message.clone().unwrap_or_else(|| {
+                format!(
+                    "`{callee}` matches the pattern `{}` from devcheck.toml",
+                    p.call.as_str()
+                )
+            });
+            (
+                index,
+                Hit::new(RuleId::CustomPattern, callee, Need::Name, message),
+            )
+        })
+}

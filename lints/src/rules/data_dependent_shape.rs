@@ -1,0 +1,73 @@
+//! `data-dependent-shape`: ops whose output shape depends on the values.
+
+use super::{declare_rule, infallible_name, Hit, MethodCall, Need, RuleId};
+use crate::analysis::values::Val;
+
+declare_rule! {
+    /// ### What it does
+    /// Finds ops whose output shape depends on the tensor's values, inside
+    /// loops: `nonzero`, `argwhere`, `masked_select`, `unique` and its
+    /// variants, `repeat_interleave`, `bincount`, and indexing with a boolean
+    /// mask (`t.index(&[Some(&mask)])` where `mask` comes from a comparison).
+    ///
+    /// ### Why is this bad
+    /// The host allocates every output tensor, so it has to know the output's
+    /// size before it can queue the op; with these ops the size is only known
+    /// once the device has computed the input. The host therefore waits for
+    /// the device on every call, exactly like a scalar read.
+    ///
+    /// ### Example
+    /// ```rust,ignore
+    /// for (obs, rewards) in rollouts {
+    ///     let positive = rewards.masked_select(&rewards.gt(0.0));
+    ///     loss = loss + positive.mean(Kind::Float);
+    /// }
+    /// ```
+    ///
+    /// ### Use instead
+    /// Use a fixed-shape formulation: multiply by the mask, or `where_self`:
+    /// ```rust,ignore
+    /// for (obs, rewards) in rollouts {
+    ///     let mask = rewards.gt(0.0).to_kind(Kind::Float);
+    ///     let positive = (&rewards * &mask).sum(Kind::Float) / mask.sum(Kind::Float).clamp_min(1.0);
+    ///     loss = loss + positive;
+    /// }
+    /// ```
+    pub DATA_DEPENDENT_SHAPE,
+    id: RuleId::DataDependentShape,
+    level: Warn,
+    summary: "ops with data-dependent output shapes (`nonzero`, `masked_select`, `unique`, ...) inside loops",
+    help: "use a fixed-shape formulation (multiply by the mask, `where_self`, `scatter_add`) or move it out of the loop",
+}
+
+/// Checks a method call for an op with a data-dependent output shape.
+pub(crate) fn method(call: &MethodCall<'_>) -> Option<Hit> {
+    let name = infallible_name(call.name);
+    let need = match name {
+        "nonzero" | "argwhere" | "unique" => Need::TchFile,
+        "nonzero_numpy"
+        | "masked_select"
+        | "unique_dim"
+        | "unique_consecutive"
+        | "unique_dim_consecutive"
+        | "_unique"
+        | "_unique2"
+        | "bincount" => Need::Name,
+        _ if name.starts_with("repeat_interleave") => Need::Name,
+        "index" | "i" if call.args.first().is_some_and(Val::holds_mask) => {
+            return Some(Hit::new(
+                RuleId::DataDependentShape,
+                format!("{name}(mask)"),
+                Need::TchFile,
+                "indexing with a boolean mask returns a tensor whose shape depends on the data, so the host waits for the device".into(),
+            ));
+        }
+        _ => return None,
+    };
+    Some(Hit::new(
+        RuleId::DataDependentShape,
+        name,
+        need,
+        format!("`{name}` returns a tensor whose shape depends on the data, so the host waits for the device"),
+    ))
+}

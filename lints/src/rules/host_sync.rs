@@ -1,0 +1,178 @@
+//! `host-sync`: scalar reads, bulk copies to the host and printing of
+//! device tensors.
+
+use super::{declare_rule, infallible_name, Hit, MethodCall, Need, RuleId};
+use crate::analysis::values::Val;
+
+declare_rule! {
+    /// ### What it does
+    /// Finds reads of tensor data back to the host inside `for`, `while` and
+    /// `loop` bodies (and closures that run there):
+    ///
+    /// * scalar reads: `double_value`, `int64_value`, their `f_` forms,
+    ///   `f64::try_from(&t)` and friends, the legacy `f64::from(&t)` of
+    ///   tch < 0.12, and `.try_into()` into a scalar;
+    /// * bulk copies: `Vec::<T>::try_from(&t)`, `copy_data`,
+    ///   `to_device(Device::Cpu)`, `.to(Device::Cpu)`, ndarray conversions,
+    ///   and `.iter::<T>()`, which reads one element per item;
+    /// * printing: `t.print()`, `t.to_string()`, and a tensor formatted with
+    ///   `{}` in `println!`, `format!`, `write!` or a log macro. `{:?}` only
+    ///   prints the shape and kind, except for tensors with fewer than ten
+    ///   elements, so it is reported for 0-dim tensors (losses, means) only.
+    ///
+    /// Values whose provenance is visibly the CPU (`Device::Cpu`,
+    /// `tch::kind::FLOAT_CPU`, `Tensor::from_slice`, and tensors computed
+    /// from them) are not reported.
+    ///
+    /// ### Why is this bad
+    /// CUDA and MPS run asynchronously: the host queues kernels and moves on.
+    /// Reading a value back makes the host wait until every queued kernel has
+    /// finished, so the next step cannot be queued while the device works.
+    /// Once per epoch this costs nothing; once per step it serialises host and
+    /// device, and it hides in a profile as time spent in the *next* kernel
+    /// launch or in `cudaMemcpy`.
+    ///
+    /// ### Example
+    /// ```rust,ignore
+    /// for (images, labels) in data.train_iter(64).to_device(device) {
+    ///     let loss = net.forward(&images).cross_entropy_for_logits(&labels);
+    ///     opt.backward_step(&loss);
+    ///     total += loss.double_value(&[]);
+    /// }
+    /// println!("mean loss {}", total / batches as f64);
+    /// ```
+    ///
+    /// ### Use instead
+    /// Accumulate on the device and read once per epoch, or every N steps:
+    /// ```rust,ignore
+    /// let mut total = Tensor::zeros([], (Kind::Float, device));
+    /// for (images, labels) in data.train_iter(64).to_device(device) {
+    ///     let loss = net.forward(&images).cross_entropy_for_logits(&labels);
+    ///     opt.backward_step(&loss);
+    ///     total += loss.detach();
+    /// }
+    /// println!("mean loss {}", total.double_value(&[]) / batches as f64);
+    /// ```
+    pub HOST_SYNC,
+    id: RuleId::HostSync,
+    level: Warn,
+    summary: "scalar reads, copies to the host and printing of device tensors inside loops",
+    help: "accumulate on the device and read once after the loop, or every N steps",
+}
+
+/// Checks a method call for a scalar read, a host copy or printing.
+pub(crate) fn method(call: &MethodCall<'_>) -> Option<Hit> {
+    let name = infallible_name(call.name);
+    let hit = |need, message: String| Some(Hit::new(RuleId::HostSync, name, need, message));
+    match name {
+        "double_value" | "int64_value" => hit(
+            Need::Name,
+            format!("`{name}` reads a tensor element back to the host"),
+        ),
+        "copy_data" | "copy_data_u8" => hit(
+            Need::Name,
+            format!("`{name}` copies the tensor's data to the host"),
+        ),
+        "to_device" | "to" if call.args.first().is_some_and(Val::is_cpu_placement) => {
+            let need = if name == "to" {
+                Need::TchFile
+            } else {
+                Need::Name
+            };
+            Some(Hit::new(
+                RuleId::HostSync,
+                format!("{name}(Device::Cpu)"),
+                need,
+                format!("`{name}(Device::Cpu)` copies the tensor to the host"),
+            ))
+        }
+        "iter" if call.scalar_turbofish => Some(
+            Hit::new(
+                RuleId::HostSync,
+                "iter::<T>",
+                Need::TchFile,
+                "`iter::<T>()` reads the tensor back to the host one element at a time".into(),
+            )
+            .with_note(
+                "each item is a separate scalar read, so a loop over it syncs once per item",
+            ),
+        ),
+        "print" if call.args.is_empty() => hit(
+            Need::Tensor,
+            "`print` formats the tensor on the host, reading all its data back".into(),
+        ),
+        "to_string" if call.args.len() <= 1 => hit(
+            Need::Tensor,
+            "`to_string` formats the tensor on the host, reading all its data back".into(),
+        ),
+        _ => None,
+    }
+}
+
+/// What a conversion converts into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// A scalar (`f64`, `i64`, `bool`, ...).
+    Scalar,
+    /// A `Vec` or an ndarray array: a bulk copy.
+    Bulk,
+}
+
+/// Checks `Target::try_from(arg)` / `Target::from(arg)` / `arg.try_into()`.
+///
+/// `op` is how the conversion is written (`f64::try_from`). `by_ref` says
+/// the argument is a reference, which primitive `From` impls never take, so
+/// a scalar conversion from a reference can only be tch's. `Vec::from(&x)`
+/// is common for slices, so bulk conversions need `try_from` (`fallible`)
+/// as well before an unknown argument counts.
+pub(crate) fn conversion(op: &str, target: Target, by_ref: bool, fallible: bool) -> Hit {
+    match target {
+        Target::Scalar => Hit::new(
+            RuleId::HostSync,
+            op,
+            if by_ref { Need::Name } else { Need::Tensor },
+            format!("`{op}` reads a tensor scalar back to the host"),
+        ),
+        Target::Bulk => Hit::new(
+            RuleId::HostSync,
+            op,
+            if by_ref && fallible {
+                Need::TchFile
+            } else {
+                Need::Tensor
+            },
+            format!("`{op}` copies the tensor to the host"),
+        ),
+    }
+}
+
+/// How a format placeholder prints its argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FormatTrait {
+    /// `{}`: tch's `Display` prints every element.
+    Display,
+    /// `{:?}`: tch's `Debug` prints values only for tensors under ten elements.
+    Debug,
+}
+
+/// Checks one tensor argument of a formatting macro.
+pub(crate) fn formatted(macro_name: &str, how: FormatTrait, scalar: bool) -> Option<Hit> {
+    match how {
+        FormatTrait::Display => Some(Hit::new(
+            RuleId::HostSync,
+            format!("{macro_name}!(\"{{}}\")"),
+            Need::Tensor,
+            format!("formatting a tensor with `{{}}` in `{macro_name}!` reads its data back to the host"),
+        )),
+        FormatTrait::Debug if scalar => Some(
+            Hit::new(
+                RuleId::HostSync,
+                format!("{macro_name}!(\"{{:?}}\")"),
+                Need::Tensor,
+                format!("formatting a 0-dim tensor with `{{:?}}` in `{macro_name}!` reads its value back to the host"),
+            )
+            .with_note("tch's `Debug` prints the values of tensors with fewer than ten elements"),
+        ),
+        FormatTrait::Debug => None,
+    }
+}

@@ -1,0 +1,152 @@
+//! Turns the paths given on the command line into the list of files to lint.
+//!
+//! Directories are walked with the `ignore` crate, so `.gitignore` (inside
+//! git repositories), `.ignore` and hidden-file rules apply as in ripgrep.
+//! Symbolic links are followed so that linked source trees are linted; a
+//! link that points back at an ancestor is reported, not followed.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use crate::FileError;
+
+/// The files found and the paths that could not be walked.
+#[derive(Debug, Default)]
+pub struct Walked {
+    /// Files to lint, in walk order, each listed once.
+    pub files: Vec<PathBuf>,
+    /// Missing paths, unreadable directories, symlink loops.
+    pub errors: Vec<FileError>,
+}
+
+/// Collects the `.rs` files under `paths`. A path that names a file is
+/// linted whatever its extension, as the user asked for it by name.
+pub fn collect_rust_files(paths: &[PathBuf]) -> Walked {
+    let mut walked = Walked::default();
+    let mut seen = HashSet::new();
+    for root in paths {
+        let metadata = match std::fs::metadata(root) {
+            Ok(metadata) => metadata,
+            Err(err) => {
+                walked.errors.push(io_error(root, &err));
+                continue;
+            }
+        };
+        if !metadata.is_dir() {
+            push_unique(&mut walked.files, &mut seen, root.clone());
+            continue;
+        }
+        for entry in ignore::WalkBuilder::new(root).follow_links(true).build() {
+            match entry {
+                Ok(entry) => {
+                    let is_file = entry.file_type().is_some_and(|t| t.is_file());
+                    if is_file && entry.path().extension().is_some_and(|e| e == "rs") {
+                        push_unique(&mut walked.files, &mut seen, entry.into_path());
+                    }
+                }
+                Err(err) => walked.errors.push(walk_error(root, &err)),
+            }
+        }
+    }
+    walked
+}
+
+/// Keeps the first of several paths that lead to the same file (through
+/// symlinks or repeated arguments).
+fn push_unique(files: &mut Vec<PathBuf>, seen: &mut HashSet<PathBuf>, path: PathBuf) {
+    let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+    if seen.insert(key) {
+        files.push(path);
+    }
+}
+
+fn io_error(path: &Path, err: &std::io::Error) -> FileError {
+    let message = match err.kind() {
+        std::io::ErrorKind::NotFound => "no such file or directory".to_owned(),
+        _ => err.to_string(),
+    };
+    FileError {
+        file: path.to_owned(),
+        line: None,
+        message,
+    }
+}
+
+/// Finds the most specific path an `ignore` error is about.
+fn walk_error(root: &Path, err: &ignore::Error) -> FileError {
+    fn path_of(err: &ignore::Error) -> Option<&Path> {
+        match err {
+            ignore::Error::WithPath { path, .. } => Some(path),
+            ignore::Error::Loop { child, .. } => Some(child),
+            ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
+                path_of(err)
+            }
+            _ => None,
+        }
+    }
+    fn is_loop(err: &ignore::Error) -> bool {
+        match err {
+            ignore::Error::Loop { .. } => true,
+            ignore::Error::WithDepth { err, .. }
+            | ignore::Error::WithPath { err, .. }
+            | ignore::Error::WithLineNumber { err, .. } => is_loop(err),
+            _ => false,
+        }
+    }
+    let file = path_of(err).unwrap_or(root).to_owned();
+    let message = if is_loop(err) {
+        format!("symbolic link loop: {err}; the link was not followed")
+    } else {
+        err.to_string()
+    };
+    FileError {
+        file,
+        line: None,
+        message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("devcheck-walk-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn finds_rs_files_reports_missing_paths_and_dedupes() {
+        let dir = scratch("basic");
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::write(dir.join("src/main.rs"), "fn main() {}").unwrap();
+        std::fs::write(dir.join("notes.txt"), "x").unwrap();
+        let missing = dir.join("missing");
+        let walked = collect_rust_files(&[dir.clone(), dir.join("src/main.rs"), missing.clone()]);
+        assert_eq!(walked.files, vec![dir.join("src/main.rs")]);
+        assert_eq!(walked.errors.len(), 1);
+        assert_eq!(walked.errors[0].file, missing);
+        assert_eq!(walked.errors[0].message, "no such file or directory");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_loop_is_an_error_and_the_rest_is_walked() {
+        let dir = scratch("loop");
+        std::fs::create_dir_all(dir.join("a")).unwrap();
+        std::fs::write(dir.join("a/lib.rs"), "").unwrap();
+        std::os::unix::fs::symlink(&dir, dir.join("a/back")).unwrap();
+        let walked = collect_rust_files(std::slice::from_ref(&dir));
+        assert_eq!(walked.files, vec![dir.join("a/lib.rs")]);
+        assert_eq!(walked.errors.len(), 1, "{:?}", walked.errors);
+        assert!(
+            walked.errors[0].message.starts_with("symbolic link loop"),
+            "{:?}",
+            walked.errors
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
