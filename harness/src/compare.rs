@@ -1,0 +1,1152 @@
+//! Tensor comparison with the semantics of PyTorch's `torch.testing.assert_close`.
+//!
+//! The verdict and the statistics agree element for element with
+//! `torch/testing/_comparison.py` (PyTorch 2.11): default tolerances per dtype
+//! (`default_tolerances`), dtype promotion before comparing
+//! (`TensorLikePair._equalize_attributes`), closeness through libtorch's own
+//! `isclose` (`_compare_regular_values_close`), and the greatest differences over
+//! the mismatched elements only, computed in the compared dtype
+//! (`make_tensor_mismatch_msg`). Two deliberate differences from `assert_close`:
+//! tensors of different dtypes are always promoted (as with `check_dtype=False`),
+//! and tensors on different devices are always compared on the CPU (as with
+//! `check_device=False`).
+
+use serde::{Deserialize, Serialize};
+use tch::{Device, Kind, TchError, Tensor};
+use thiserror::Error;
+
+/// How close two values must be: `|actual - expected| <= atol + rtol * |expected|`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Tolerance {
+    /// Relative tolerance, scaled by `|expected|`.
+    pub rtol: f64,
+    /// Absolute tolerance.
+    pub atol: f64,
+    /// Whether a NaN matches a NaN in the same place.
+    pub equal_nan: bool,
+}
+
+impl Tolerance {
+    /// `assert_close`'s default tolerance for one dtype (`_DTYPE_PRECISIONS`).
+    pub fn for_kind(kind: Kind) -> Self {
+        let (rtol, atol) = match kind {
+            Kind::Half | Kind::ComplexHalf => (1e-3, 1e-5),
+            Kind::BFloat16 => (1.6e-2, 1e-5),
+            Kind::Float | Kind::ComplexFloat => (1.3e-6, 1e-5),
+            Kind::Double | Kind::ComplexDouble => (1e-7, 1e-7),
+            // Quantized tensors are compared dequantized, as float32.
+            Kind::QInt8 | Kind::QUInt8 | Kind::QInt32 => (1.3e-6, 1e-5),
+            // Integers, bool and the 1-byte floats must be equal.
+            Kind::Uint8
+            | Kind::Int8
+            | Kind::Int16
+            | Kind::Int
+            | Kind::Int64
+            | Kind::Bool
+            | Kind::Float8e5m2
+            | Kind::Float8e4m3fn
+            | Kind::Float8e5m2fnuz
+            | Kind::Float8e4m3fnuz => (0.0, 0.0),
+        };
+        Tolerance {
+            rtol,
+            atol,
+            equal_nan: false,
+        }
+    }
+
+    /// The same tolerance, with NaN matching NaN or not.
+    pub fn with_equal_nan(self, equal_nan: bool) -> Self {
+        Tolerance { equal_nan, ..self }
+    }
+
+    /// `assert_close`'s default for a pair: the looser of the two dtypes' tolerances, each taken separately.
+    pub fn for_pair(actual: Kind, expected: Kind) -> Self {
+        let (a, e) = (Self::for_kind(actual), Self::for_kind(expected));
+        Tolerance {
+            rtol: a.rtol.max(e.rtol),
+            atol: a.atol.max(e.atol),
+            equal_nan: false,
+        }
+    }
+}
+
+/// The outcome of a comparison and `assert_close`'s mismatch statistics.
+///
+/// The greatest differences are taken over mismatched elements only, so they are
+/// 0 (at the first element) when everything matches. A NaN difference wins the
+/// maximum, as `torch.max` propagates NaN. In JSON, non-finite numbers are
+/// written as the strings `"nan"`, `"inf"` and `"-inf"` and read back the same.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// Whether every element is close.
+    pub passed: bool,
+    /// Number of elements that are not close.
+    pub mismatched: u64,
+    /// Number of elements compared.
+    pub total: u64,
+    /// Shape of both tensors.
+    pub shape: Vec<i64>,
+    /// The dtype both tensors were promoted to, in PyTorch's spelling (`"float32"`).
+    pub dtype: String,
+    /// Greatest `|actual - expected|` over mismatched elements.
+    #[serde(with = "non_finite_as_string")]
+    pub max_abs_diff: f64,
+    /// Where `max_abs_diff` is; empty for 0-dim tensors.
+    pub max_abs_index: Vec<i64>,
+    /// Greatest `|actual - expected| / |expected|` over mismatched elements.
+    #[serde(with = "non_finite_as_string")]
+    pub max_rel_diff: f64,
+    /// Where `max_rel_diff` is; empty for 0-dim tensors.
+    pub max_rel_index: Vec<i64>,
+    /// Relative tolerance used.
+    #[serde(with = "non_finite_as_string")]
+    pub rtol: f64,
+    /// Absolute tolerance used.
+    #[serde(with = "non_finite_as_string")]
+    pub atol: f64,
+}
+
+/// Why two tensors could not be compared.
+#[derive(Debug, Error)]
+pub enum CompareError {
+    /// The shapes differ, so elements cannot be paired.
+    #[error("shape {actual:?} vs expected {expected:?}: compare tensors of the same shape")]
+    ShapeMismatch {
+        /// Shape of the actual tensor.
+        actual: Vec<i64>,
+        /// Shape of the expected tensor.
+        expected: Vec<i64>,
+    },
+    /// A tensor holds no values, or values of a dtype that cannot be compared numerically.
+    #[error("cannot compare the {side} tensor: {reason}")]
+    Unsupported {
+        /// `"actual"` or `"expected"`.
+        side: &'static str,
+        /// What is wrong and what to do about it.
+        reason: String,
+    },
+    /// A non-zero tolerance for 1-byte floats, which `assert_close` only compares bitwise.
+    #[error("{dtype} tensors are compared bitwise: use rtol = 0 and atol = 0, not rtol = {rtol:e} and atol = {atol:e}")]
+    BitwiseOnly {
+        /// The 1-byte float dtype.
+        dtype: &'static str,
+        /// Relative tolerance asked for.
+        rtol: f64,
+        /// Absolute tolerance asked for.
+        atol: f64,
+    },
+    /// libtorch raised an error while comparing.
+    #[error("libtorch failed while comparing tensors: {0}")]
+    Torch(#[from] TchError),
+}
+
+/// Compares `actual` with `expected` as `torch.testing.assert_close` does.
+///
+/// Both tensors are copied to the CPU and promoted to a common dtype; the
+/// differences are computed in that dtype (float16 differences are rounded to
+/// float16, integer ones are taken in int64), exactly as `assert_close` does.
+pub fn compare(
+    actual: &Tensor,
+    expected: &Tensor,
+    tolerance: Tolerance,
+) -> Result<Comparison, CompareError> {
+    let actual_kind = kind_of(actual, "actual")?;
+    let expected_kind = kind_of(expected, "expected")?;
+    let shape = actual.size();
+    if shape != expected.size() {
+        return Err(CompareError::ShapeMismatch {
+            actual: shape,
+            expected: expected.size(),
+        });
+    }
+    if is_quantized(actual_kind) != is_quantized(expected_kind) {
+        let (side, kind) = if is_quantized(actual_kind) {
+            ("expected", expected_kind)
+        } else {
+            ("actual", actual_kind)
+        };
+        return Err(CompareError::Unsupported {
+            side,
+            reason: format!(
+                "it is {} but the other tensor is quantized; dequantize the other one first",
+                kind_name(kind)
+            ),
+        });
+    }
+
+    let actual = host_values(actual)?;
+    let expected = host_values(expected)?;
+    let kind = promoted_kind(actual.f_kind()?, expected.f_kind()?)?;
+    let mut result = Comparison {
+        passed: true,
+        mismatched: 0,
+        total: shape.iter().product::<i64>() as u64,
+        shape,
+        dtype: kind_name(kind).to_string(),
+        max_abs_diff: 0.0,
+        max_abs_index: Vec::new(),
+        max_rel_diff: 0.0,
+        max_rel_index: Vec::new(),
+        rtol: tolerance.rtol,
+        atol: tolerance.atol,
+    };
+    if result.total == 0 {
+        return Ok(result);
+    }
+
+    let (actual, expected) = if is_float8(kind) {
+        if tolerance.rtol != 0.0 || tolerance.atol != 0.0 {
+            return Err(CompareError::BitwiseOnly {
+                dtype: kind_name(kind),
+                rtol: tolerance.rtol,
+                atol: tolerance.atol,
+            });
+        }
+        // Widening is exact, so equality (and NaN-ness) is unchanged, and float32
+        // has kernels for every operation below.
+        (
+            actual.f_to_kind(Kind::Float)?,
+            expected.f_to_kind(Kind::Float)?,
+        )
+    } else {
+        (actual.f_to_kind(kind)?, expected.f_to_kind(kind)?)
+    };
+
+    let matches = actual.f_isclose(
+        &expected,
+        tolerance.rtol,
+        tolerance.atol,
+        tolerance.equal_nan,
+    )?;
+    let matched = matches.f_sum(Kind::Int64)?.f_int64_value(&[])? as u64;
+    result.mismatched = result.total - matched;
+    result.passed = result.mismatched == 0;
+    if result.passed {
+        result.max_abs_index = unravel(0, &result.shape);
+        result.max_rel_index = result.max_abs_index.clone();
+        return Ok(result);
+    }
+
+    if result.shape.is_empty() {
+        let (abs_diff, rel_diff) = scalar_differences(&actual, &expected, kind)?;
+        result.max_abs_diff = abs_diff;
+        result.max_rel_diff = rel_diff;
+        return Ok(result);
+    }
+
+    let (mut actual, mut expected) = (actual.f_flatten(0, -1)?, expected.f_flatten(0, -1)?);
+    if is_integral(kind) {
+        // As assert_close: int64 keeps uint8 differences from wrapping around.
+        actual = actual.f_to_kind(Kind::Int64)?;
+        expected = expected.f_to_kind(Kind::Int64)?;
+    }
+    // Matched elements are zeroed so that only mismatches compete for the maximum.
+    let matched_flat = matches.f_flatten(0, -1)?;
+    let abs_diff = actual
+        .f_sub(&expected)?
+        .f_abs()?
+        .f_masked_fill(&matched_flat, 0)?;
+    // For integers this is true division into the default float dtype, as in Python.
+    let rel_diff = abs_diff
+        .f_div(&expected.f_abs()?)?
+        .f_masked_fill(&matched_flat, 0)?;
+    let (abs_value, abs_index) = greatest(&abs_diff)?;
+    let (rel_value, rel_index) = greatest(&rel_diff)?;
+    result.max_abs_diff = abs_value;
+    result.max_abs_index = unravel(abs_index, &result.shape);
+    result.max_rel_diff = rel_value;
+    result.max_rel_index = unravel(rel_index, &result.shape);
+    Ok(result)
+}
+
+impl Comparison {
+    /// The statistics lines of `assert_close`'s failure message (without its header).
+    ///
+    /// For 0-dim tensors these are the "Absolute difference" and "Relative
+    /// difference" lines, without the "Expected … but got …" line. A passing
+    /// comparison describes itself as "Mismatched elements: 0 / N (0.0%)".
+    pub fn describe(&self) -> String {
+        if self.passed {
+            return format!("Mismatched elements: 0 / {} (0.0%)", self.total);
+        }
+        // With both tolerances zero assert_close checks equality and names no allowance.
+        let allowance = |tolerance: f64| {
+            if self.rtol == 0.0 && self.atol == 0.0 {
+                String::new()
+            } else {
+                format!(" (up to {} allowed)", python_float(tolerance))
+            }
+        };
+        // Integer differences are Python ints in assert_close, printed without ".0".
+        let abs_diff = if is_integral_name(&self.dtype) {
+            format!("{}", self.max_abs_diff as i64)
+        } else {
+            python_float(self.max_abs_diff)
+        };
+        let rel_diff = python_float(self.max_rel_diff);
+        if self.shape.is_empty() {
+            return format!(
+                "Absolute difference: {abs_diff}{}\nRelative difference: {rel_diff}{}",
+                allowance(self.atol),
+                allowance(self.rtol),
+            );
+        }
+        // Python's f"{x:.1%}" multiplies by 100 first, then rounds half to even as Rust does.
+        let percent = self.mismatched as f64 / self.total as f64 * 100.0;
+        format!(
+            "Mismatched elements: {} / {} ({percent:.1}%)\n\
+             Greatest absolute difference: {abs_diff} at index {}{}\n\
+             Greatest relative difference: {rel_diff} at index {}{}",
+            self.mismatched,
+            self.total,
+            python_tuple(&self.max_abs_index),
+            allowance(self.atol),
+            python_tuple(&self.max_rel_index),
+            allowance(self.rtol),
+        )
+    }
+}
+
+/// The kind of a tensor, or why it has none that can be compared.
+fn kind_of(tensor: &Tensor, side: &'static str) -> Result<Kind, CompareError> {
+    if !tensor.defined() {
+        return Err(CompareError::Unsupported {
+            side,
+            reason: "it is undefined; pass a tensor that holds values".to_string(),
+        });
+    }
+    tensor.f_kind().map_err(|error| CompareError::Unsupported {
+        side,
+        reason: format!("its dtype is not one tch supports ({error}); convert it to int64 or a float dtype first"),
+    })
+}
+
+/// The tensor's values on the CPU, dequantized if quantized.
+fn host_values(tensor: &Tensor) -> Result<Tensor, TchError> {
+    let host = tensor.f_to_device(Device::Cpu)?;
+    if is_quantized(host.f_kind()?) {
+        host.f_dequantize()
+    } else {
+        Ok(host)
+    }
+}
+
+/// `torch.promote_types`, taken from libtorch itself through an operation on empty tensors.
+fn promoted_kind(actual: Kind, expected: Kind) -> Result<Kind, TchError> {
+    if actual == expected {
+        return Ok(actual);
+    }
+    let empty = |kind| Tensor::f_empty([0i64].as_slice(), (kind, Device::Cpu));
+    empty(actual)?.f_add(&empty(expected)?)?.f_kind()
+}
+
+/// The greatest element of a 1-D tensor and its flat index, as `torch.max(t, 0)` returns them.
+fn greatest(values: &Tensor) -> Result<(f64, i64), TchError> {
+    let (value, index) = values.f_max_dim(0, false)?;
+    Ok((value.f_double_value(&[])?, index.f_int64_value(&[])?))
+}
+
+/// Differences of two 0-dim tensors, computed as `make_scalar_mismatch_msg` does on Python numbers.
+fn scalar_differences(
+    actual: &Tensor,
+    expected: &Tensor,
+    kind: Kind,
+) -> Result<(f64, f64), TchError> {
+    if is_integral(kind) {
+        // Python ints do not overflow; i128 holds any difference of two int64s.
+        let actual = i128::from(actual.f_int64_value(&[])?);
+        let expected = i128::from(expected.f_int64_value(&[])?);
+        let abs_diff = (actual - expected).abs() as f64;
+        let rel_diff = if expected == 0 {
+            f64::INFINITY
+        } else {
+            abs_diff / expected.abs() as f64
+        };
+        return Ok((abs_diff, rel_diff));
+    }
+    // Python floats and complexes are double precision.
+    let wide = if is_complex(kind) {
+        Kind::ComplexDouble
+    } else {
+        Kind::Double
+    };
+    let (actual, expected) = (actual.f_to_kind(wide)?, expected.f_to_kind(wide)?);
+    let abs_diff = actual.f_sub(&expected)?.f_abs()?.f_double_value(&[])?;
+    let expected_magnitude = expected.f_abs()?.f_double_value(&[])?;
+    // Unlike the tensor path, a zero expected value gives inf even when the difference is NaN.
+    let rel_diff = if expected_magnitude == 0.0 {
+        f64::INFINITY
+    } else {
+        abs_diff / expected_magnitude
+    };
+    Ok((abs_diff, rel_diff))
+}
+
+/// Row-major multi-index of a flat index.
+fn unravel(mut flat: i64, shape: &[i64]) -> Vec<i64> {
+    let mut index = vec![0; shape.len()];
+    for (slot, &size) in index.iter_mut().zip(shape).rev() {
+        *slot = flat % size;
+        flat /= size;
+    }
+    index
+}
+
+fn is_integral(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::Bool | Kind::Uint8 | Kind::Int8 | Kind::Int16 | Kind::Int | Kind::Int64
+    )
+}
+
+fn is_integral_name(name: &str) -> bool {
+    matches!(
+        name,
+        "bool" | "uint8" | "int8" | "int16" | "int32" | "int64"
+    )
+}
+
+fn is_complex(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::ComplexHalf | Kind::ComplexFloat | Kind::ComplexDouble
+    )
+}
+
+fn is_quantized(kind: Kind) -> bool {
+    matches!(kind, Kind::QInt8 | Kind::QUInt8 | Kind::QInt32)
+}
+
+fn is_float8(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::Float8e5m2 | Kind::Float8e4m3fn | Kind::Float8e5m2fnuz | Kind::Float8e4m3fnuz
+    )
+}
+
+/// PyTorch's name for a dtype.
+fn kind_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Uint8 => "uint8",
+        Kind::Int8 => "int8",
+        Kind::Int16 => "int16",
+        Kind::Int => "int32",
+        Kind::Int64 => "int64",
+        Kind::Half => "float16",
+        Kind::Float => "float32",
+        Kind::Double => "float64",
+        Kind::ComplexHalf => "complex32",
+        Kind::ComplexFloat => "complex64",
+        Kind::ComplexDouble => "complex128",
+        Kind::Bool => "bool",
+        Kind::QInt8 => "qint8",
+        Kind::QUInt8 => "quint8",
+        Kind::QInt32 => "qint32",
+        Kind::BFloat16 => "bfloat16",
+        Kind::Float8e5m2 => "float8_e5m2",
+        Kind::Float8e4m3fn => "float8_e4m3fn",
+        Kind::Float8e5m2fnuz => "float8_e5m2fnuz",
+        Kind::Float8e4m3fnuz => "float8_e4m3fnuz",
+    }
+}
+
+/// A float as Python's `repr` writes it, so that messages match `assert_close`'s.
+fn python_float(value: f64) -> String {
+    if value.is_nan() {
+        return "nan".to_string();
+    }
+    if value.is_infinite() {
+        return if value > 0.0 { "inf" } else { "-inf" }.to_string();
+    }
+    // Both languages print the shortest digits that round-trip; they differ in layout.
+    let scientific = format!("{value:e}");
+    let (mantissa, exponent) = scientific
+        .split_once('e')
+        .expect("`{:e}` always writes an exponent");
+    let exponent: i32 = exponent.parse().expect("`{:e}` writes an integer exponent");
+    if (-4..16).contains(&exponent) {
+        let fixed = value.to_string();
+        if fixed.contains('.') {
+            fixed
+        } else {
+            fixed + ".0"
+        }
+    } else {
+        let sign = if exponent < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exponent.abs())
+    }
+}
+
+/// An index as Python prints a tuple: `()`, `(3,)`, `(0, 1)`.
+fn python_tuple(index: &[i64]) -> String {
+    match index {
+        [single] => format!("({single},)"),
+        _ => {
+            let items: Vec<String> = index.iter().map(i64::to_string).collect();
+            format!("({})", items.join(", "))
+        }
+    }
+}
+
+/// Serde for an `f64` that may be non-finite, which JSON numbers cannot hold:
+/// NaN and the infinities are written as `"nan"`, `"inf"` and `"-inf"`.
+mod non_finite_as_string {
+    use serde::de::{self, Visitor};
+    use serde::{Deserializer, Serializer};
+    use std::fmt;
+
+    pub fn serialize<S: Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+        if value.is_nan() {
+            serializer.serialize_str("nan")
+        } else if value.is_infinite() {
+            serializer.serialize_str(if *value > 0.0 { "inf" } else { "-inf" })
+        } else {
+            serializer.serialize_f64(*value)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+        deserializer.deserialize_any(NumberOrName)
+    }
+
+    struct NumberOrName;
+
+    impl Visitor<'_> for NumberOrName {
+        type Value = f64;
+
+        fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+            formatter.write_str(r#"a number, "nan", "inf" or "-inf""#)
+        }
+
+        fn visit_f64<E: de::Error>(self, value: f64) -> Result<f64, E> {
+            Ok(value)
+        }
+
+        fn visit_i64<E: de::Error>(self, value: i64) -> Result<f64, E> {
+            Ok(value as f64)
+        }
+
+        fn visit_u64<E: de::Error>(self, value: u64) -> Result<f64, E> {
+            Ok(value as f64)
+        }
+
+        fn visit_str<E: de::Error>(self, value: &str) -> Result<f64, E> {
+            match value {
+                "nan" => Ok(f64::NAN),
+                "inf" => Ok(f64::INFINITY),
+                "-inf" => Ok(f64::NEG_INFINITY),
+                other => Err(E::invalid_value(de::Unexpected::Str(other), &self)),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A case recorded from `torch.testing.assert_close` in PyTorch 2.11 on the CPU.
+    struct Fixture {
+        name: &'static str,
+        shape: &'static [i64],
+        actual_kind: Kind,
+        expected_kind: Kind,
+        actual: &'static [f64],
+        expected: &'static [f64],
+        tolerance: Tolerance,
+        /// Whether `tolerance` is assert_close's default for the pair of dtypes.
+        default_tolerance: bool,
+        mismatched: u64,
+        max_abs_diff: f64,
+        max_abs_index: &'static [i64],
+        max_rel_diff: f64,
+        max_rel_index: &'static [i64],
+        /// assert_close's message after its header line.
+        message: &'static str,
+    }
+
+    // Generated by running assert_close on these tensors and recording its message
+    // and the arguments it passed to `_make_mismatch_msg`.
+    const FIXTURES: &[Fixture] = &[
+    Fixture {
+        name: "float32_mixed_mismatches",
+        shape: &[3, 4],
+        actual_kind: Kind::Float,
+        expected_kind: Kind::Float,
+        actual: &[1.5409960746765137, -0.2924289107322693, -2.1787893772125244, 0.5684312582015991, -1.0845223665237427, -1.3985954523086548, 2.9999999242136255e-05, 0.8380263447761536, -0.7192485928535461, -0.40334352850914, -0.5966353416442871, 0.18205469846725464],
+        expected: &[1.5409960746765137, -0.293428897857666, -2.1787893772125244, 0.5684312582015991, -1.0845223665237427, -1.3985954523086548, 0.0, 0.8380263447761536, -0.7192575931549072, -0.40334352850914, -0.5966353416442871, 0.18203648924827576],
+        tolerance: Tolerance { rtol: 1.3e-06, atol: 1e-05, equal_nan: false },
+        default_tolerance: true,
+        mismatched: 3,
+        max_abs_diff: 0.0009999871253967285,
+        max_abs_index: &[0, 1],
+        max_rel_diff: f64::INFINITY,
+        max_rel_index: &[1, 2],
+        message: "Mismatched elements: 3 / 12 (25.0%)\nGreatest absolute difference: 0.0009999871253967285 at index (0, 1) (up to 1e-05 allowed)\nGreatest relative difference: inf at index (1, 2) (up to 1.3e-06 allowed)",
+    },
+    Fixture {
+        name: "float32_nan_and_infinities",
+        shape: &[3, 4],
+        actual_kind: Kind::Float,
+        expected_kind: Kind::Float,
+        actual: &[-0.8566746115684509, 1.1006041765213013, -1.0711873769760132, f64::NAN, -0.06631749868392944, f64::INFINITY, -0.8919953107833862, -1.5091077089309692, 0.3703935444355011, 1.4565025568008423, f64::NEG_INFINITY, 0.7748488187789917],
+        expected: &[-0.8566746115684509, 1.1006041765213013, -1.0711873769760132, 0.1227012425661087, -0.5663174986839294, f64::INFINITY, -0.8919953107833862, -1.5091077089309692, 0.3703935444355011, 1.4565025568008423, f64::INFINITY, 0.7748488187789917],
+        tolerance: Tolerance { rtol: 1.3e-06, atol: 1e-05, equal_nan: false },
+        default_tolerance: true,
+        mismatched: 3,
+        max_abs_diff: f64::NAN,
+        max_abs_index: &[0, 3],
+        max_rel_diff: f64::NAN,
+        max_rel_index: &[0, 3],
+        message: "Mismatched elements: 3 / 12 (25.0%)\nGreatest absolute difference: nan at index (0, 3) (up to 1e-05 allowed)\nGreatest relative difference: nan at index (0, 3) (up to 1.3e-06 allowed)",
+    },
+    Fixture {
+        name: "float16_mismatches",
+        shape: &[3, 4],
+        actual_kind: Kind::Half,
+        expected_kind: Kind::Half,
+        actual: &[0.201904296875, 1.263671875, -1.2900390625, -0.791015625, -0.0208740234375, -0.71826171875, 0.5185546875, 1.0, 0.1920166015625, 0.5439453125, -2.21875, 0.259033203125],
+        expected: &[0.19189453125, 1.263671875, -1.2900390625, -0.791015625, -0.0208740234375, -0.71826171875, 0.5185546875, 5.960464477539063e-08, 0.1920166015625, 0.54296875, -2.21875, 0.259033203125],
+        tolerance: Tolerance { rtol: 0.001, atol: 1e-05, equal_nan: false },
+        default_tolerance: true,
+        mismatched: 3,
+        max_abs_diff: 1.0,
+        max_abs_index: &[1, 3],
+        max_rel_diff: f64::INFINITY,
+        max_rel_index: &[1, 3],
+        message: "Mismatched elements: 3 / 12 (25.0%)\nGreatest absolute difference: 1.0 at index (1, 3) (up to 1e-05 allowed)\nGreatest relative difference: inf at index (1, 3) (up to 0.001 allowed)",
+    },
+    Fixture {
+        name: "float16_rounded_differences",
+        shape: &[3, 4],
+        actual_kind: Kind::Half,
+        expected_kind: Kind::Half,
+        actual: &[-1.029296875, -0.5009765625, 0.2734375, -0.79296875, -0.040435791015625, 0.2880859375, -0.007537841796875, -0.91455078125, -1.0888671875, -0.2666015625, 1000.0, -0.218994140625],
+        expected: &[-1.029296875, -0.5009765625, 0.2734375, -0.91796875, -0.040435791015625, 0.2880859375, -0.007537841796875, -0.91455078125, -1.0888671875, -0.2666015625, 0.300048828125, -0.218994140625],
+        tolerance: Tolerance { rtol: 0.001, atol: 1e-05, equal_nan: false },
+        default_tolerance: true,
+        mismatched: 2,
+        max_abs_diff: 999.5,
+        max_abs_index: &[2, 2],
+        max_rel_diff: 3332.0,
+        max_rel_index: &[2, 2],
+        message: "Mismatched elements: 2 / 12 (16.7%)\nGreatest absolute difference: 999.5 at index (2, 2) (up to 1e-05 allowed)\nGreatest relative difference: 3332.0 at index (2, 2) (up to 0.001 allowed)",
+    },
+    Fixture {
+        name: "bfloat16_mismatches",
+        shape: &[3, 4],
+        actual_kind: Kind::BFloat16,
+        expected_kind: Kind::BFloat16,
+        actual: &[2.0625, -0.035400390625, 0.0654296875, -0.765625, 1.1015625, 2.78125, 0.1748046875, -0.9296875, -1.5078125, -0.66015625, 1.3203125, 0.287109375],
+        expected: &[2.0625, -0.035400390625, 0.0625, -0.765625, 1.1015625, 2.75, 0.1748046875, -0.9296875, -1.5078125, -0.66015625, 1.3203125, 0.037109375],
+        tolerance: Tolerance { rtol: 0.016, atol: 1e-05, equal_nan: false },
+        default_tolerance: true,
+        mismatched: 2,
+        max_abs_diff: 0.25,
+        max_abs_index: &[2, 3],
+        max_rel_diff: 6.75,
+        max_rel_index: &[2, 3],
+        message: "Mismatched elements: 2 / 12 (16.7%)\nGreatest absolute difference: 0.25 at index (2, 3) (up to 1e-05 allowed)\nGreatest relative difference: 6.75 at index (2, 3) (up to 0.016 allowed)",
+    },
+    Fixture {
+        name: "float64_nan_in_expected",
+        shape: &[2, 3, 2],
+        actual_kind: Kind::Double,
+        expected_kind: Kind::Double,
+        actual: &[-0.28490930246326757, -0.1334417428738957, 1.8929104298879018, 3.111044261837153, -0.4583948002707041, -0.3359880730056498, -1.5699861127268284, 1.2315003988210944, 1.3946317721738462, 1.1711024219411732, 0.4335119383253867, 1e-07],
+        expected: &[-0.28490930246326757, -0.1334417428738957, 1.8929104298879018, 3.111044261837153, -0.4583958002707041, -0.3359880730056498, -1.5699861127268284, f64::NAN, 1.3946317721738462, 1.1711024219411732, 0.4335119383253867, 0.0],
+        tolerance: Tolerance { rtol: 1e-07, atol: 1e-07, equal_nan: false },
+        default_tolerance: true,
+        mismatched: 2,
+        max_abs_diff: f64::NAN,
+        max_abs_index: &[1, 0, 1],
+        max_rel_diff: f64::NAN,
+        max_rel_index: &[1, 0, 1],
+        message: "Mismatched elements: 2 / 12 (16.7%)\nGreatest absolute difference: nan at index (1, 0, 1) (up to 1e-07 allowed)\nGreatest relative difference: nan at index (1, 0, 1) (up to 1e-07 allowed)",
+    },
+    Fixture {
+        name: "float32_equal_nan",
+        shape: &[3, 4],
+        actual_kind: Kind::Float,
+        expected_kind: Kind::Float,
+        actual: &[f64::NAN, 0.8870960474014282, 0.7679574489593506, 0.05711299926042557, 0.22395838797092438, 0.551964282989502, -0.5787979960441589, 0.0177221167832613, 0.13182635605335236, 1.0197668075561523, -0.34683889150619507, 0.4520224630832672],
+        expected: &[f64::NAN, 0.8870960474014282, 0.7679574489593506, 0.05711299926042557, 0.22395838797092438, 0.551964282989502, -0.5787979960441589, 0.0177221167832613, 0.13182635605335236, 1.0197668075561523, -0.4468388855457306, 0.4520224630832672],
+        tolerance: Tolerance { rtol: 1.3e-06, atol: 1e-05, equal_nan: true },
+        default_tolerance: true,
+        mismatched: 1,
+        max_abs_diff: 0.09999999403953552,
+        max_abs_index: &[2, 2],
+        max_rel_diff: 0.22379429638385773,
+        max_rel_index: &[2, 2],
+        message: "Mismatched elements: 1 / 12 (8.3%)\nGreatest absolute difference: 0.09999999403953552 at index (2, 2) (up to 1e-05 allowed)\nGreatest relative difference: 0.22379429638385773 at index (2, 2) (up to 1.3e-06 allowed)",
+    },
+    Fixture {
+        name: "float32_nan_vs_nan",
+        shape: &[3, 4],
+        actual_kind: Kind::Float,
+        expected_kind: Kind::Float,
+        actual: &[f64::NAN, 0.8870960474014282, 0.7679574489593506, 0.05711299926042557, 0.22395838797092438, 0.551964282989502, -0.5787979960441589, 0.0177221167832613, 0.13182635605335236, 1.0197668075561523, -0.34683889150619507, 0.4520224630832672],
+        expected: &[f64::NAN, 0.8870960474014282, 0.7679574489593506, 0.05711299926042557, 0.22395838797092438, 0.551964282989502, -0.5787979960441589, 0.0177221167832613, 0.13182635605335236, 1.0197668075561523, -0.4468388855457306, 0.4520224630832672],
+        tolerance: Tolerance { rtol: 1.3e-06, atol: 1e-05, equal_nan: false },
+        default_tolerance: true,
+        mismatched: 2,
+        max_abs_diff: f64::NAN,
+        max_abs_index: &[0, 0],
+        max_rel_diff: f64::NAN,
+        max_rel_index: &[0, 0],
+        message: "Mismatched elements: 2 / 12 (16.7%)\nGreatest absolute difference: nan at index (0, 0) (up to 1e-05 allowed)\nGreatest relative difference: nan at index (0, 0) (up to 1.3e-06 allowed)",
+    },
+    Fixture {
+        name: "float32_vs_float16",
+        shape: &[3, 4],
+        actual_kind: Kind::Float,
+        expected_kind: Kind::Half,
+        actual: &[-0.97607421875, 0.7117814421653748, -0.75830078125, -0.6435546875, -0.64599609375, -0.1590576171875, -1.7818769216537476, 0.84765625, 0.2459716796875, -0.1312255859375, -0.178466796875, -0.595703125],
+        expected: &[-0.97607421875, 0.71142578125, -0.75830078125, -0.6435546875, -0.64599609375, -0.1590576171875, -1.7783203125, 0.84765625, 0.2459716796875, -0.1312255859375, -0.178466796875, -0.595703125],
+        tolerance: Tolerance { rtol: 0.001, atol: 1e-05, equal_nan: false },
+        default_tolerance: true,
+        mismatched: 1,
+        max_abs_diff: 0.0035566091537475586,
+        max_abs_index: &[1, 2],
+        max_rel_diff: 0.001999982399865985,
+        max_rel_index: &[1, 2],
+        message: "Mismatched elements: 1 / 12 (8.3%)\nGreatest absolute difference: 0.0035566091537475586 at index (1, 2) (up to 1e-05 allowed)\nGreatest relative difference: 0.001999982399865985 at index (1, 2) (up to 0.001 allowed)",
+    },
+    Fixture {
+        name: "bfloat16_vs_float16",
+        shape: &[3, 4],
+        actual_kind: Kind::BFloat16,
+        expected_kind: Kind::Half,
+        actual: &[0.2734375, 0.56640625, -0.671875, -1.2109375, 1.34375, 2.375, -0.56640625, -1.15625, 3.0, 0.875, -2.671875, -0.03125],
+        expected: &[0.27392578125, 0.56787109375, -0.67333984375, -1.2099609375, 1.34375, 2.3828125, -0.56640625, -1.1533203125, 2.900390625, 0.87548828125, -2.671875, -0.031341552734375],
+        tolerance: Tolerance { rtol: 0.016, atol: 1e-05, equal_nan: false },
+        default_tolerance: true,
+        mismatched: 1,
+        max_abs_diff: 0.099609375,
+        max_abs_index: &[2, 0],
+        max_rel_diff: 0.03434343263506889,
+        max_rel_index: &[2, 0],
+        message: "Mismatched elements: 1 / 12 (8.3%)\nGreatest absolute difference: 0.099609375 at index (2, 0) (up to 1e-05 allowed)\nGreatest relative difference: 0.03434343263506889 at index (2, 0) (up to 0.016 allowed)",
+    },
+    Fixture {
+        name: "float32_percent_rounding",
+        shape: &[16],
+        actual_kind: Kind::Float,
+        expected_kind: Kind::Float,
+        actual: &[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.5, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0],
+        expected: &[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0],
+        tolerance: Tolerance { rtol: 1.3e-06, atol: 1e-05, equal_nan: false },
+        default_tolerance: true,
+        mismatched: 1,
+        max_abs_diff: 0.5,
+        max_abs_index: &[9],
+        max_rel_diff: 0.0555555559694767,
+        max_rel_index: &[9],
+        message: "Mismatched elements: 1 / 16 (6.2%)\nGreatest absolute difference: 0.5 at index (9,) (up to 1e-05 allowed)\nGreatest relative difference: 0.0555555559694767 at index (9,) (up to 1.3e-06 allowed)",
+    },
+    Fixture {
+        name: "int64_mismatches",
+        shape: &[3, 4],
+        actual_kind: Kind::Int64,
+        expected_kind: Kind::Int64,
+        actual: &[1.0, 8.0, -3.0, 7.0, 2.0, 2.0, 2.0, 9.0, 4.0, 4.0, 8.0, 1.0],
+        expected: &[1.0, 5.0, -3.0, 7.0, 0.0, 2.0, 2.0, 9.0, 4.0, 4.0, 8.0, -1.0],
+        tolerance: Tolerance { rtol: 0.0, atol: 0.0, equal_nan: false },
+        default_tolerance: true,
+        mismatched: 3,
+        max_abs_diff: 3.0,
+        max_abs_index: &[0, 1],
+        max_rel_diff: f64::INFINITY,
+        max_rel_index: &[1, 0],
+        message: "Mismatched elements: 3 / 12 (25.0%)\nGreatest absolute difference: 3 at index (0, 1)\nGreatest relative difference: inf at index (1, 0)",
+    },
+    Fixture {
+        name: "float32_ties",
+        shape: &[3, 4],
+        actual_kind: Kind::Float,
+        expected_kind: Kind::Float,
+        actual: &[1.0, 2.0, 3.0, 4.5, 4.5, 6.0, 7.0, 8.0, 9.0, 10.5, 11.0, 12.0],
+        expected: &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0],
+        tolerance: Tolerance { rtol: 1.3e-06, atol: 1e-05, equal_nan: false },
+        default_tolerance: true,
+        mismatched: 3,
+        max_abs_diff: 0.5,
+        max_abs_index: &[0, 3],
+        max_rel_diff: 0.125,
+        max_rel_index: &[0, 3],
+        message: "Mismatched elements: 3 / 12 (25.0%)\nGreatest absolute difference: 0.5 at index (0, 3) (up to 1e-05 allowed)\nGreatest relative difference: 0.125 at index (0, 3) (up to 1.3e-06 allowed)",
+    },
+    Fixture {
+        name: "float32_custom_tolerance",
+        shape: &[5],
+        actual_kind: Kind::Float,
+        expected_kind: Kind::Float,
+        actual: &[1.0499999523162842, 2.0, 4.5, 8.100000381469727, 0.20000000298023224],
+        expected: &[1.0, 2.0, 4.0, 8.0, 0.0],
+        tolerance: Tolerance { rtol: 0.01, atol: 0.05, equal_nan: false },
+        default_tolerance: false,
+        mismatched: 2,
+        max_abs_diff: 0.5,
+        max_abs_index: &[2],
+        max_rel_diff: f64::INFINITY,
+        max_rel_index: &[4],
+        message: "Mismatched elements: 2 / 5 (40.0%)\nGreatest absolute difference: 0.5 at index (2,) (up to 0.05 allowed)\nGreatest relative difference: inf at index (4,) (up to 0.01 allowed)",
+    },
+    Fixture {
+        name: "float32_scalar",
+        shape: &[],
+        actual_kind: Kind::Float,
+        expected_kind: Kind::Float,
+        actual: &[1.5],
+        expected: &[0.0],
+        tolerance: Tolerance { rtol: 1.3e-06, atol: 1e-05, equal_nan: false },
+        default_tolerance: true,
+        mismatched: 1,
+        max_abs_diff: 1.5,
+        max_abs_index: &[],
+        max_rel_diff: f64::INFINITY,
+        max_rel_index: &[],
+        message: "Absolute difference: 1.5 (up to 1e-05 allowed)\nRelative difference: inf (up to 1.3e-06 allowed)",
+    },
+    Fixture {
+        name: "float32_scalar_nan",
+        shape: &[],
+        actual_kind: Kind::Float,
+        expected_kind: Kind::Float,
+        actual: &[f64::NAN],
+        expected: &[2.0],
+        tolerance: Tolerance { rtol: 1.3e-06, atol: 1e-05, equal_nan: false },
+        default_tolerance: true,
+        mismatched: 1,
+        max_abs_diff: f64::NAN,
+        max_abs_index: &[],
+        max_rel_diff: f64::NAN,
+        max_rel_index: &[],
+        message: "Absolute difference: nan (up to 1e-05 allowed)\nRelative difference: nan (up to 1.3e-06 allowed)",
+    },
+    ];
+
+    fn tensor(values: &[f64], shape: &[i64], kind: Kind) -> Tensor {
+        Tensor::from_slice(values).to_kind(kind).reshape(shape)
+    }
+
+    /// Equality of floats in which NaN equals NaN: the statistics must reproduce NaNs too.
+    fn assert_same(actual: f64, expected: f64, what: &str) {
+        assert!(
+            actual == expected || (actual.is_nan() && expected.is_nan()),
+            "{what}: got {actual:e}, expected {expected:e}"
+        );
+    }
+
+    #[test]
+    fn agrees_with_pytorch_assert_close() {
+        for fixture in FIXTURES {
+            let name = fixture.name;
+            let actual = tensor(fixture.actual, fixture.shape, fixture.actual_kind);
+            let expected = tensor(fixture.expected, fixture.shape, fixture.expected_kind);
+            if fixture.default_tolerance {
+                assert_eq!(
+                    Tolerance::for_pair(fixture.actual_kind, fixture.expected_kind)
+                        .with_equal_nan(fixture.tolerance.equal_nan),
+                    fixture.tolerance,
+                    "{name}: default tolerance"
+                );
+            }
+            let result = compare(&actual, &expected, fixture.tolerance).unwrap();
+            assert!(!result.passed, "{name}");
+            assert_eq!(result.mismatched, fixture.mismatched, "{name}: mismatched");
+            assert_eq!(result.total, fixture.actual.len() as u64, "{name}: total");
+            assert_same(result.max_abs_diff, fixture.max_abs_diff, name);
+            assert_eq!(result.max_abs_index, fixture.max_abs_index, "{name}");
+            assert_same(result.max_rel_diff, fixture.max_rel_diff, name);
+            assert_eq!(result.max_rel_index, fixture.max_rel_index, "{name}");
+            assert_eq!(result.describe(), fixture.message, "{name}: message");
+        }
+    }
+
+    #[test]
+    fn identical_tensors_pass() {
+        let values = tensor(
+            &[0.5, -1.0, 2.0, f64::INFINITY, 0.0, 3.0],
+            &[2, 3],
+            Kind::Float,
+        );
+        let result = compare(&values, &values, Tolerance::for_kind(Kind::Float)).unwrap();
+        assert!(result.passed);
+        assert_eq!((result.mismatched, result.total), (0, 6));
+        assert_eq!((result.max_abs_diff, result.max_rel_diff), (0.0, 0.0));
+        assert_eq!(result.max_abs_index, vec![0, 0]);
+        assert_eq!(result.dtype, "float32");
+        assert_eq!(result.describe(), "Mismatched elements: 0 / 6 (0.0%)");
+    }
+
+    #[test]
+    fn float32_just_inside_and_just_outside_tolerance() {
+        // At expected = 1 float32 allows 1e-5 + 1.3e-6 = 1.13e-5, between 92 and 101 ulps of 1.
+        let ulp = f64::powi(2.0, -23);
+        let expected = tensor(&[1.0], &[1], Kind::Float);
+        let tolerance = Tolerance::for_kind(Kind::Float);
+
+        let inside = tensor(&[1.0 + 92.0 * ulp], &[1], Kind::Float);
+        let result = compare(&inside, &expected, tolerance).unwrap();
+        assert!(result.passed);
+        assert_eq!(result.mismatched, 0);
+
+        let outside = tensor(&[1.0 + 101.0 * ulp], &[1], Kind::Float);
+        let result = compare(&outside, &expected, tolerance).unwrap();
+        assert!(!result.passed);
+        assert_eq!(result.mismatched, 1);
+        assert_eq!(result.max_abs_diff, 101.0 * ulp);
+        assert_eq!(result.max_rel_diff, 101.0 * ulp);
+        assert_eq!(
+            result.describe(),
+            "Mismatched elements: 1 / 1 (100.0%)\n\
+             Greatest absolute difference: 1.2040138244628906e-05 at index (0,) (up to 1e-05 allowed)\n\
+             Greatest relative difference: 1.2040138244628906e-05 at index (0,) (up to 1.3e-06 allowed)"
+        );
+    }
+
+    #[test]
+    fn greatest_differences_are_located_separately_in_2d() {
+        let expected = tensor(&[1.0, 2.0, 100.0, 0.01, 5.0, 6.0], &[2, 3], Kind::Double);
+        let actual = tensor(&[1.0, 2.0, 101.0, 0.02, 5.0, 6.0], &[2, 3], Kind::Double);
+        let result = compare(&actual, &expected, Tolerance::for_kind(Kind::Double)).unwrap();
+        assert_eq!(result.mismatched, 2);
+        assert_eq!(
+            (result.max_abs_diff, result.max_abs_index.clone()),
+            (1.0, vec![0, 2])
+        );
+        assert_eq!(result.max_rel_index, vec![1, 0]);
+        assert_eq!(result.max_rel_diff, (0.02 - 0.01) / 0.01);
+    }
+
+    #[test]
+    fn nan_matches_nan_only_with_equal_nan() {
+        let nan = tensor(&[f64::NAN, 1.0], &[2], Kind::Float);
+        let strict = compare(&nan, &nan, Tolerance::for_kind(Kind::Float)).unwrap();
+        assert!(!strict.passed);
+        assert_eq!(strict.mismatched, 1);
+        assert!(strict.max_abs_diff.is_nan());
+        assert_eq!(strict.max_abs_index, vec![0]);
+
+        let lenient = Tolerance::for_kind(Kind::Float).with_equal_nan(true);
+        assert!(compare(&nan, &nan, lenient).unwrap().passed);
+    }
+
+    #[test]
+    fn nan_against_a_number_is_a_mismatch_even_with_equal_nan() {
+        let actual = tensor(&[f64::NAN, 1.0], &[2], Kind::Float);
+        let expected = tensor(&[1.0, 1.0], &[2], Kind::Float);
+        let tolerance = Tolerance::for_kind(Kind::Float).with_equal_nan(true);
+        let result = compare(&actual, &expected, tolerance).unwrap();
+        assert_eq!(result.mismatched, 1);
+        assert!(result.max_abs_diff.is_nan() && result.max_rel_diff.is_nan());
+    }
+
+    #[test]
+    fn equal_infinities_match_and_opposite_ones_do_not() {
+        let infinities = tensor(&[f64::INFINITY, f64::NEG_INFINITY], &[2], Kind::Float);
+        let tolerance = Tolerance::for_kind(Kind::Float);
+        assert!(compare(&infinities, &infinities, tolerance).unwrap().passed);
+
+        let flipped = tensor(&[f64::INFINITY, f64::INFINITY], &[2], Kind::Float);
+        let result = compare(&infinities, &flipped, tolerance).unwrap();
+        assert_eq!(result.mismatched, 1);
+        assert_eq!(result.max_abs_diff, f64::INFINITY);
+        assert_eq!(result.max_abs_index, vec![1]);
+        // inf / inf
+        assert!(result.max_rel_diff.is_nan());
+    }
+
+    #[test]
+    fn zero_expected_gives_infinite_relative_difference() {
+        let actual = tensor(&[0.0, 1e-3], &[2], Kind::Float);
+        let expected = tensor(&[0.0, 0.0], &[2], Kind::Float);
+        let result = compare(&actual, &expected, Tolerance::for_kind(Kind::Float)).unwrap();
+        assert_eq!(result.mismatched, 1);
+        assert_eq!(result.max_rel_diff, f64::INFINITY);
+        assert_eq!(result.max_rel_index, vec![1]);
+    }
+
+    #[test]
+    fn default_tolerances_per_dtype() {
+        let pair = |kind| {
+            let tolerance = Tolerance::for_kind(kind);
+            (tolerance.rtol, tolerance.atol)
+        };
+        assert_eq!(pair(Kind::Half), (1e-3, 1e-5));
+        assert_eq!(pair(Kind::BFloat16), (1.6e-2, 1e-5));
+        assert_eq!(pair(Kind::Float), (1.3e-6, 1e-5));
+        assert_eq!(pair(Kind::Double), (1e-7, 1e-7));
+        assert_eq!(pair(Kind::ComplexFloat), (1.3e-6, 1e-5));
+        assert_eq!(pair(Kind::Int64), (0.0, 0.0));
+        assert_eq!(pair(Kind::Bool), (0.0, 0.0));
+        assert!(!Tolerance::for_kind(Kind::Half).equal_nan);
+    }
+
+    #[test]
+    fn mixed_dtypes_take_the_looser_tolerance_of_each_kind() {
+        let pair = |actual, expected| {
+            let tolerance = Tolerance::for_pair(actual, expected);
+            (tolerance.rtol, tolerance.atol)
+        };
+        assert_eq!(pair(Kind::Float, Kind::Half), (1e-3, 1e-5));
+        assert_eq!(pair(Kind::Double, Kind::BFloat16), (1.6e-2, 1e-5));
+        assert_eq!(pair(Kind::Int64, Kind::Double), (1e-7, 1e-7));
+        assert_eq!(pair(Kind::Int, Kind::Int64), (0.0, 0.0));
+    }
+
+    #[test]
+    fn mixed_dtypes_are_compared_in_the_promoted_dtype() {
+        let actual = tensor(&[1.0, 2.0], &[2], Kind::BFloat16);
+        let expected = tensor(&[1.0, 2.5], &[2], Kind::Half);
+        let result = compare(
+            &actual,
+            &expected,
+            Tolerance::for_pair(Kind::BFloat16, Kind::Half),
+        );
+        assert_eq!(result.unwrap().dtype, "float32");
+    }
+
+    #[test]
+    fn shape_mismatch_is_an_error() {
+        let actual = Tensor::zeros([2, 3], (Kind::Float, Device::Cpu));
+        let expected = Tensor::zeros([3, 2], (Kind::Float, Device::Cpu));
+        let error = compare(&actual, &expected, Tolerance::for_kind(Kind::Float)).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "shape [2, 3] vs expected [3, 2]: compare tensors of the same shape"
+        );
+    }
+
+    #[test]
+    fn undefined_tensor_is_an_error() {
+        let defined = Tensor::zeros([1], (Kind::Float, Device::Cpu));
+        let error = compare(&defined, &Tensor::new(), Tolerance::for_kind(Kind::Float));
+        assert!(matches!(
+            error,
+            Err(CompareError::Unsupported {
+                side: "expected",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn empty_tensors_pass() {
+        let empty = Tensor::zeros([0, 4], (Kind::Float, Device::Cpu));
+        let result = compare(&empty, &empty, Tolerance::for_kind(Kind::Float)).unwrap();
+        assert!(result.passed);
+        assert_eq!((result.mismatched, result.total), (0, 0));
+        assert!(result.max_abs_index.is_empty());
+    }
+
+    #[test]
+    fn scalar_differences_are_taken_in_double_precision() {
+        let actual = tensor(&[1000.0], &[], Kind::Half);
+        let expected = tensor(&[0.3], &[], Kind::Half);
+        let result = compare(&actual, &expected, Tolerance::for_kind(Kind::Half)).unwrap();
+        assert!(result.max_abs_index.is_empty());
+        // float16 0.3 is 0.300048828125; in float16 arithmetic the difference would be 999.5.
+        assert_eq!(result.max_abs_diff, 999.699951171875);
+        assert_eq!(
+            result.describe(),
+            "Absolute difference: 999.699951171875 (up to 1e-05 allowed)\n\
+             Relative difference: 3331.790886899919 (up to 0.001 allowed)"
+        );
+    }
+
+    #[test]
+    fn uint8_differences_do_not_wrap_around() {
+        let actual = Tensor::from_slice(&[0u8, 7]);
+        let expected = Tensor::from_slice(&[1u8, 7]);
+        let result = compare(&actual, &expected, Tolerance::for_kind(Kind::Uint8)).unwrap();
+        assert_eq!(result.max_abs_diff, 1.0);
+        assert_eq!(
+            result.describe(),
+            "Mismatched elements: 1 / 2 (50.0%)\n\
+             Greatest absolute difference: 1 at index (0,)\n\
+             Greatest relative difference: 1.0 at index (0,)"
+        );
+    }
+
+    #[test]
+    fn float8_is_compared_bitwise() {
+        let actual = tensor(&[1.0, 2.0], &[2], Kind::Float8e4m3fn);
+        let expected = tensor(&[1.0, 2.5], &[2], Kind::Float8e4m3fn);
+        let exact = Tolerance::for_kind(Kind::Float8e4m3fn);
+        assert_eq!((exact.rtol, exact.atol), (0.0, 0.0));
+        let result = compare(&actual, &expected, exact).unwrap();
+        assert_eq!((result.mismatched, result.max_abs_diff), (1, 0.5));
+
+        let loose = Tolerance::for_kind(Kind::Float);
+        let error = compare(&actual, &expected, loose).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "float8_e4m3fn tensors are compared bitwise: use rtol = 0 and atol = 0, \
+             not rtol = 1.3e-6 and atol = 1e-5"
+        );
+    }
+
+    #[test]
+    fn quantized_tensors_compare_dequantized_but_not_with_plain_ones() {
+        let values = tensor(&[0.5, 1.0, 1.5], &[3], Kind::Float);
+        let quantized = values.quantize_per_tensor(0.5, 0, Kind::QInt8);
+        let tolerance = Tolerance::for_kind(Kind::QInt8);
+        let result = compare(&quantized, &quantized, tolerance).unwrap();
+        assert!(result.passed);
+        assert_eq!(result.dtype, "float32");
+        let error = compare(&quantized, &values, tolerance).unwrap_err();
+        assert!(matches!(
+            error,
+            CompareError::Unsupported {
+                side: "expected",
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn json_round_trips_non_finite_numbers_as_strings() {
+        let actual = tensor(&[f64::NAN, 1.0], &[2], Kind::Float);
+        let expected = tensor(&[1.0, 0.0], &[2], Kind::Float);
+        let result = compare(&actual, &expected, Tolerance::for_kind(Kind::Float)).unwrap();
+        let json = serde_json::to_string(&result).unwrap();
+        assert!(json.contains(r#""max_abs_diff":"nan""#), "{json}");
+        let back: Comparison = serde_json::from_str(&json).unwrap();
+        assert!(back.max_abs_diff.is_nan());
+        assert_eq!(serde_json::to_string(&back).unwrap(), json);
+
+        let infinite: Comparison = serde_json::from_str(
+            &json.replace(r#""max_rel_diff":"nan""#, r#""max_rel_diff":"-inf""#),
+        )
+        .unwrap();
+        assert_eq!(infinite.max_rel_diff, f64::NEG_INFINITY);
+        assert!(serde_json::from_str::<Comparison>(&json.replace("\"nan\"", "\"NaN\"")).is_err());
+    }
+
+    #[test]
+    fn floats_print_as_python_repr() {
+        let cases = [
+            (0.0, "0.0"),
+            (-0.0, "-0.0"),
+            (3.0, "3.0"),
+            (1e-5, "1e-05"),
+            (1.3e-6, "1.3e-06"),
+            (0.0001, "0.0001"),
+            (0.0009999871253967285, "0.0009999871253967285"),
+            (1e15, "1000000000000000.0"),
+            (1e16, "1e+16"),
+            (-2.5e20, "-2.5e+20"),
+            (f64::NAN, "nan"),
+            (f64::NEG_INFINITY, "-inf"),
+        ];
+        for (value, repr) in cases {
+            assert_eq!(python_float(value), repr);
+        }
+        assert_eq!(python_tuple(&[]), "()");
+        assert_eq!(python_tuple(&[4]), "(4,)");
+        assert_eq!(python_tuple(&[0, 1, 2]), "(0, 1, 2)");
+    }
+}
