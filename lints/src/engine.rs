@@ -9,7 +9,7 @@ use std::sync::Arc;
 use aho_corasick::AhoCorasick;
 use rayon::prelude::*;
 
-use crate::analysis::crate_pass::{CrateIndex, Summary};
+use crate::analysis::crate_pass::CrateIndex;
 use crate::analysis::facts::{Context, FileFacts, Loc};
 use crate::analysis::{analyze_source, AnalysisError};
 use crate::config::{Config, Level};
@@ -75,9 +75,11 @@ fn run(inputs: Vec<Input<'_>>, mut errors: Vec<FileError>, config: &Config) -> R
         Ok(pool) => pool.install(work),
         Err(_) => work(),
     };
-    let mut report = Report::default();
-    report.files_scanned = scanned.iter().filter(|s| s.read).count();
-    report.files_parsed = scanned.iter().filter(|s| s.facts.is_some()).count();
+    let mut report = Report {
+        files_scanned: scanned.iter().filter(|s| s.read).count(),
+        files_parsed: scanned.iter().filter(|s| s.facts.is_some()).count(),
+        ..Report::default()
+    };
     for file in &mut scanned {
         errors.extend(file.error.take());
         if let Some(facts) = &file.facts {
@@ -361,9 +363,8 @@ fn findings(scanned: &[Scanned<'_>], config: &Config) -> Vec<Finding> {
         let facts: Vec<&FileFacts> = parsed.iter().map(|(_, f)| *f).collect();
         let index = CrateIndex::new(&facts);
         let summary = index.summarize();
-        for (file_index, (scanned_index, file)) in parsed.iter().enumerate() {
+        for (scanned_index, file) in &parsed {
             let path = &scanned[*scanned_index].path;
-            let outer = outer_loops(&index, &summary, file_index, file);
             let mut emit = |rule: RuleId,
                             pattern: Option<usize>,
                             message: String,
@@ -385,7 +386,7 @@ fn findings(scanned: &[Scanned<'_>], config: &Config) -> Vec<Finding> {
                     .and_then(|p| p.level)
                     .unwrap_or_else(|| config.level(rule));
                 let loop_line = file.loops[loop_id].line;
-                let quiet = if outer[loop_id] {
+                let quiet = if file.loops[loop_id].has_nested_loop {
                     notes.push(format!(
                         "runs once per iteration of the loop at line {loop_line}, whose body holds a nested loop (the once-per-epoch level)"
                     ));
@@ -478,31 +479,6 @@ fn findings(scanned: &[Scanned<'_>], config: &Config) -> Vec<Finding> {
     });
     out.dedup_by(|a, b| (&a.file, a.line, a.column, a.rule) == (&b.file, b.line, b.column, b.rule));
     out
-}
-
-/// For each loop of a file: whether it is an outer loop (its body holds a
-/// nested loop, directly or through a crate-local function).
-fn outer_loops(
-    index: &CrateIndex<'_>,
-    summary: &Summary,
-    file_index: usize,
-    file: &FileFacts,
-) -> Vec<bool> {
-    let _ = file_index;
-    let mut outer: Vec<bool> = file.loops.iter().map(|l| l.has_nested_loop).collect();
-    for call in &file.calls {
-        let Some(loop_id) = call.context.loop_id else {
-            continue;
-        };
-        if outer[loop_id] {
-            continue;
-        }
-        let callees = index.callees(&call.callee);
-        if !callees.is_empty() && callees.iter().all(|c| summary.looping.contains(c)) {
-            outer[loop_id] = true;
-        }
-    }
-    outer
 }
 
 fn quoted_chain(steps: &[String]) -> String {

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 pub use config::{Config, ConfigError, Level};
-pub use engine::{lint_paths, lint_sources};
+pub use engine::{lint_paths, lint_sources, WORKER_STACK_SIZE};
 pub use rules::RuleId;
 
 /// How loudly a finding is reported; `error` and `warning` fail the run.

@@ -11,18 +11,20 @@ use std::sync::LazyLock;
 
 use aho_corasick::AhoCorasick;
 
-/// Names of operations that only tch has; any of them makes a file worth parsing.
+/// Names of operations that only tch has, in the shape they are called;
+/// any of them makes a file worth parsing.
 const OPERATION_TOKENS: &[&str] = &[
     "double_value",
     "int64_value",
     "copy_data",
     "masked_select",
-    "nonzero(",
+    ".nonzero(",
+    "f_nonzero(",
     "nonzero_numpy",
     "argwhere",
     "unique_dim",
     "unique_consecutive",
-    "_unique",
+    "._unique",
     "repeat_interleave",
     "bincount",
     "allclose",
@@ -30,11 +32,12 @@ const OPERATION_TOKENS: &[&str] = &[
     "clip_grad_norm",
     "backward_step_clip_norm",
     "Device::Cpu",
-    "iter::<",
+    ".iter::<",
 ];
 
 /// Signs that a file uses tch, so that generic calls (`to_string`, `{}`,
-/// `try_from`) on tensors can occur in it.
+/// `try_from`) on tensors can occur in it. `tch::` must start a path
+/// (`patch::` does not count).
 const TCH_TOKENS: &[&str] = &["Tensor", "tch::", "crate tch"];
 
 static OPERATIONS: LazyLock<AhoCorasick> =
@@ -45,12 +48,17 @@ static TCH: LazyLock<AhoCorasick> =
 /// Whether the file mentions tch (`Tensor`, `tch::`); unknown receivers of
 /// tch-flavoured method names only count in such files.
 pub fn mentions_tch(text: &str) -> bool {
-    TCH.is_match(text)
+    let bytes = text.as_bytes();
+    TCH.find_iter(text).any(|m| {
+        let starts_word = m.start() == 0
+            || !(bytes[m.start() - 1].is_ascii_alphanumeric() || bytes[m.start() - 1] == b'_');
+        TCH_TOKENS[m.pattern().as_usize()] != "tch::" || starts_word
+    })
 }
 
 /// Whether the file can hold a finding of the built-in rules and so must be parsed.
 pub fn is_candidate(text: &str) -> bool {
-    mentions_tch(text) || OPERATIONS.is_match(text)
+    OPERATIONS.is_match(text) || mentions_tch(text)
 }
 
 /// The deepest nesting of brackets, or run of prefix operators, that the
@@ -240,6 +248,10 @@ mod tests {
             "fn main() { for i in 0..3 { println!(\"{}\", i.to_string()); } }"
         ));
         assert!(!is_candidate("let m = x.matches(pattern); // batch"));
+        assert!(!is_candidate(
+            "use crate::dispatch::Table; fn is_unique() {}"
+        ));
+        assert!(is_candidate("let n = mask.nonzero();"));
     }
 
     #[test]

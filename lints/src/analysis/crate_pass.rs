@@ -147,13 +147,11 @@ pub(crate) struct Chain {
     pub message: String,
 }
 
-/// Which functions sync and which loop.
+/// Which functions sync once per call.
 #[derive(Default)]
 pub(crate) struct Summary {
     /// Functions that sync once per call, with how.
     pub syncs: HashMap<FnId, Chain>,
-    /// Functions that contain a loop, directly or through calls.
-    pub looping: HashSet<FnId>,
 }
 
 impl<'a> CrateIndex<'a> {
@@ -342,7 +340,7 @@ impl<'a> CrateIndex<'a> {
         }
     }
 
-    /// Computes which functions sync per call and which contain loops.
+    /// Computes which functions sync once per call, directly or through calls.
     pub(crate) fn summarize(&self) -> Summary {
         let mut summary = Summary::default();
         for (file_index, file) in self.files.iter().enumerate() {
@@ -390,27 +388,6 @@ impl<'a> CrateIndex<'a> {
                     continue;
                 };
                 changed |= offer(&mut summary.syncs, *caller, chain);
-            }
-            if !changed {
-                break;
-            }
-        }
-        for (file_index, file) in self.files.iter().enumerate() {
-            for (fn_index, function) in file.functions.iter().enumerate() {
-                if function.contains_loop {
-                    summary.looping.insert((file_index, fn_index));
-                }
-            }
-        }
-        loop {
-            let mut changed = false;
-            for (caller, callees, _) in &top_level_calls {
-                if !summary.looping.contains(caller)
-                    && callees.iter().all(|c| summary.looping.contains(c))
-                {
-                    summary.looping.insert(*caller);
-                    changed = true;
-                }
             }
             if !changed {
                 break;

@@ -123,8 +123,6 @@ pub struct FnFacts {
     pub has_receiver: bool,
     /// Its return type.
     pub returns: TyKind,
-    /// Whether its body holds a loop.
-    pub contains_loop: bool,
     /// Where it is defined (the name).
     pub loc: Loc,
 }

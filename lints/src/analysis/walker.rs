@@ -279,7 +279,6 @@ impl<'a> Walker<'a> {
             name: sig.ident.to_string(),
             has_receiver: sig.receiver().is_some(),
             returns,
-            contains_loop: false,
             loc,
         });
         self.bindings.clear();
@@ -781,9 +780,6 @@ impl<'a> Walker<'a> {
         if statement {
             if let Some(parent) = parent {
                 self.facts.loops[parent].has_nested_loop = true;
-            }
-            if let Some(function) = self.context.function {
-                self.facts.functions[function].contains_loop = true;
             }
         }
         let saved = self.context.clone();
