@@ -12,10 +12,12 @@
 #include <ATen/Context.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <ATen/detail/MPSHooksInterface.h>
+#include <c10/core/Allocator.h>
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/Event.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
+#include <c10/util/ThreadLocalDebugInfo.h>
 #include <torch/version.h>
 
 #include <dlfcn.h>
@@ -23,8 +25,12 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <array>
 #include <exception>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace {
@@ -114,11 +120,73 @@ class CaptureHandler : public c10::WarningHandler {
     const auto& location = warning.source_location();
     warnings.push_back(CapturedWarning{
         warning.msg(), location.file == nullptr ? "" : location.file, location.line});
+    if (on_warning != nullptr) {
+      on_warning(context);
+    }
   }
 
   std::vector<CapturedWarning> warnings;
+  dc_warning_callback on_warning = nullptr;
+  void* context = nullptr;
   c10::WarningHandler* previous = nullptr;
   bool previous_warn_always = false;
+};
+
+// Receives every allocation and free that libtorch's allocators report while
+// memory profiling is on for this thread (and the threads it hands work to).
+class TensorMemoryTracker : public c10::MemoryReportingInfoBase {
+ public:
+  void reportMemoryUsage(void* ptr, int64_t alloc_size, size_t, size_t, c10::Device device)
+      override {
+    std::lock_guard<std::mutex> guard(mutex_);
+    auto slot = static_cast<size_t>(slot_of(device.type()));
+    if (alloc_size > 0) {
+      sizes_[ptr] = {alloc_size, slot};
+      current_[slot] += alloc_size;
+      peak_[slot] = std::max(peak_[slot], current_[slot]);
+    } else if (auto found = sizes_.find(ptr); found != sizes_.end()) {
+      current_[found->second.second] -= found->second.first;
+      sizes_.erase(found);
+    }
+  }
+
+  bool memoryProfilingEnabled() const override {
+    return true;
+  }
+
+  void read(int device_type, int64_t* current, int64_t* peak) {
+    std::lock_guard<std::mutex> guard(mutex_);
+    auto slot = static_cast<size_t>(device_type < 0 || device_type > 2 ? 0 : device_type);
+    *current = current_[slot];
+    *peak = peak_[slot];
+  }
+
+  void reset_peak() {
+    std::lock_guard<std::mutex> guard(mutex_);
+    peak_ = current_;
+  }
+
+ private:
+  static int slot_of(c10::DeviceType type) {
+    switch (type) {
+      case c10::DeviceType::CUDA:
+        return DC_CUDA;
+      case c10::DeviceType::MPS:
+        return DC_MPS;
+      default:
+        return DC_CPU;
+    }
+  }
+
+  std::mutex mutex_;
+  std::unordered_map<void*, std::pair<int64_t, size_t>> sizes_;
+  std::array<int64_t, 3> current_{};
+  std::array<int64_t, 3> peak_{};
+};
+
+struct TensorMemory {
+  std::shared_ptr<TensorMemoryTracker> tracker;
+  std::unique_ptr<c10::DebugInfoGuard> guard;
 };
 
 }  // namespace
@@ -257,6 +325,9 @@ char* dc_precision_flags(dc_precision* out) {
     out->cudnn_conv_tf32 =
         context.float32Precision(at::Float32Backend::CUDA, at::Float32Op::CONV) ==
         at::Float32Precision::TF32;
+    out->cudnn_rnn_tf32 =
+        context.float32Precision(at::Float32Backend::CUDA, at::Float32Op::RNN) ==
+        at::Float32Precision::TF32;
     out->matmul_precision = static_cast<int>(context.float32MatmulPrecision());
   });
 }
@@ -305,9 +376,11 @@ char* dc_set_sync_debug_mode(int device_type, int mode, int* previous) {
   });
 }
 
-char* dc_warnings_begin(void** out) {
+char* dc_warnings_begin(dc_warning_callback on_warning, void* context, void** out) {
   return guarded([&] {
     auto* capture = new CaptureHandler();
+    capture->on_warning = on_warning;
+    capture->context = context;
     capture->previous = c10::WarningUtils::get_warning_handler();
     capture->previous_warn_always = c10::WarningUtils::get_warnAlways();
     c10::WarningUtils::set_warning_handler(capture);
@@ -339,6 +412,28 @@ void dc_warnings_end(void* capture) {
   c10::WarningUtils::set_warning_handler(handler->previous);
   c10::WarningUtils::set_warnAlways(handler->previous_warn_always);
   delete handler;
+}
+
+char* dc_tensor_memory_begin(void** out) {
+  return guarded([&] {
+    auto* memory = new TensorMemory();
+    memory->tracker = std::make_shared<TensorMemoryTracker>();
+    memory->guard = std::make_unique<c10::DebugInfoGuard>(
+        c10::DebugInfoKind::PROFILER_STATE, memory->tracker);
+    *out = memory;
+  });
+}
+
+void dc_tensor_memory_read(void* tracker, int device_type, int64_t* current, int64_t* peak) {
+  static_cast<TensorMemory*>(tracker)->tracker->read(device_type, current, peak);
+}
+
+void dc_tensor_memory_reset_peak(void* tracker) {
+  static_cast<TensorMemory*>(tracker)->tracker->reset_peak();
+}
+
+void dc_tensor_memory_end(void* tracker) {
+  delete static_cast<TensorMemory*>(tracker);
 }
 
 }  // extern "C"

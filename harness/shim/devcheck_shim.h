@@ -29,6 +29,7 @@ typedef struct {
 typedef struct {
   int cuda_matmul_tf32;  // TF32 allowed for float32 matmul on CUDA
   int cudnn_conv_tf32;   // TF32 allowed for float32 convolutions in cuDNN
+  int cudnn_rnn_tf32;    // TF32 allowed for float32 recurrent layers in cuDNN
   int matmul_precision;  // 0 highest, 1 high, 2 medium (torch.get_float32_matmul_precision)
 } dc_precision;
 
@@ -61,11 +62,23 @@ void dc_event_free(void* event);
 char* dc_set_sync_debug_mode(int device_type, int mode, int* previous);
 
 // Captures libtorch warnings (TORCH_WARN) on this thread with warn-always on.
-char* dc_warnings_begin(void** out);
+// `on_warning`, if not NULL, is called with `context` as each warning arrives
+// (still inside the operation that raised it, so a backtrace finds the caller).
+typedef void (*dc_warning_callback)(void* context);
+char* dc_warnings_begin(dc_warning_callback on_warning, void* context, void** out);
 size_t dc_warnings_count(void* capture);
 // Borrowed strings, valid until dc_warnings_end.
 void dc_warnings_get(void* capture, size_t i, const char** message, const char** file, uint32_t* line);
 void dc_warnings_end(void* capture);
+
+// Tensor memory on this thread through libtorch's memory-reporting hook (the one
+// the profiler uses): exact live bytes per device type, CPU included.
+char* dc_tensor_memory_begin(void** out);
+// Live bytes allocated since begin (frees of earlier allocations are not counted)
+// and the peak since begin or the last reset, for one device type.
+void dc_tensor_memory_read(void* tracker, int device_type, int64_t* current, int64_t* peak);
+void dc_tensor_memory_reset_peak(void* tracker);
+void dc_tensor_memory_end(void* tracker);
 
 #ifdef __cplusplus
 }

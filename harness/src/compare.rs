@@ -479,7 +479,7 @@ fn python_float(value: f64) -> String {
 }
 
 /// An index as Python prints a tuple: `()`, `(3,)`, `(0, 1)`.
-fn python_tuple(index: &[i64]) -> String {
+pub(crate) fn python_tuple(index: &[i64]) -> String {
     match index {
         [single] => format!("({single},)"),
         _ => {

@@ -197,9 +197,10 @@ impl Environment {
             add(
                 Severity::Note,
                 format!(
-                    "reduced float32 precision is on (matmul tf32 {}, cudnn conv tf32 {}, matmul precision {})",
+                    "reduced float32 precision is on (matmul tf32 {}, cudnn conv tf32 {}, cudnn rnn tf32 {}, matmul precision {})",
                     on_off(self.precision.cuda_matmul_tf32),
                     on_off(self.precision.cudnn_conv_tf32),
+                    on_off(self.precision.cudnn_rnn_tf32),
                     self.precision.float32_matmul_precision
                 ),
                 "float32 results on CUDA differ from the CPU beyond float32 tolerances; the tolerance check says so",
@@ -256,9 +257,10 @@ impl Environment {
         );
         let _ = writeln!(
             out,
-            "float32   matmul tf32 {}, cudnn conv tf32 {}, matmul precision {}",
+            "float32   matmul tf32 {}, cudnn conv tf32 {}, cudnn rnn tf32 {}, matmul precision {}",
             on_off(self.precision.cuda_matmul_tf32),
             on_off(self.precision.cudnn_conv_tf32),
+            on_off(self.precision.cudnn_rnn_tf32),
             self.precision.float32_matmul_precision
         );
         let findings = self.findings();

@@ -6,14 +6,34 @@
 //! lacks (device synchronize, allocator statistics, device events, CUDA
 //! sync-debug mode, warning capture) come from a small C++ shim in [`shim`].
 
+pub mod case;
+pub mod cases;
+mod cause;
+pub mod check;
+pub mod compare;
 pub mod device;
 pub mod environment;
+mod error;
+pub mod fallback;
+pub mod memory;
+pub mod optim;
+pub mod placement;
+pub mod readbacks;
+pub mod report;
+pub mod runner;
 pub mod shim;
+pub mod timing;
+pub mod tolerance;
+mod trainer;
 
 use std::sync::OnceLock;
 
+pub use case::{Batch, Case, Fault, MemoryLimits, Model, StepOutput};
+pub use check::Check;
 pub use device::{DeviceSlot, DeviceSpec, UnknownDevice};
 pub use environment::Environment;
+pub use error::TrialError;
+pub use runner::{run, run_with, Options};
 pub use shim::{Backend, CudaLibrary, ShimError};
 
 /// Prepares libtorch for devcheck: loads `libtorch_cuda` if the linker dropped

@@ -4,6 +4,8 @@
 //! wrappers turn that into [`ShimError`], so no libtorch exception or abort
 //! ever reaches the caller.
 
+use std::backtrace::Backtrace;
+use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::path::PathBuf;
 
@@ -29,6 +31,7 @@ struct RawMemory {
 struct RawPrecision {
     cuda_matmul_tf32: c_int,
     cudnn_conv_tf32: c_int,
+    cudnn_rnn_tf32: c_int,
     matmul_precision: c_int,
 }
 
@@ -50,7 +53,11 @@ extern "C" {
     fn dc_event_free(event: *mut c_void);
     fn dc_set_sync_debug_mode(device_type: c_int, mode: c_int, previous: *mut c_int)
         -> *mut c_char;
-    fn dc_warnings_begin(out: *mut *mut c_void) -> *mut c_char;
+    fn dc_warnings_begin(
+        on_warning: Option<unsafe extern "C" fn(*mut c_void)>,
+        context: *mut c_void,
+        out: *mut *mut c_void,
+    ) -> *mut c_char;
     fn dc_warnings_count(capture: *mut c_void) -> usize;
     fn dc_warnings_get(
         capture: *mut c_void,
@@ -60,6 +67,15 @@ extern "C" {
         line: *mut u32,
     );
     fn dc_warnings_end(capture: *mut c_void);
+    fn dc_tensor_memory_begin(out: *mut *mut c_void) -> *mut c_char;
+    fn dc_tensor_memory_read(
+        tracker: *mut c_void,
+        device_type: c_int,
+        current: *mut i64,
+        peak: *mut i64,
+    );
+    fn dc_tensor_memory_reset_peak(tracker: *mut c_void);
+    fn dc_tensor_memory_end(tracker: *mut c_void);
 }
 
 /// A libtorch call made through the shim failed.
@@ -250,6 +266,8 @@ pub struct PrecisionFlags {
     pub cuda_matmul_tf32: bool,
     /// TF32 allowed for float32 convolutions (cuDNN).
     pub cudnn_conv_tf32: bool,
+    /// TF32 allowed for float32 recurrent layers (cuDNN).
+    pub cudnn_rnn_tf32: bool,
     /// `torch.get_float32_matmul_precision()`: highest, high or medium.
     pub float32_matmul_precision: String,
 }
@@ -257,7 +275,10 @@ pub struct PrecisionFlags {
 impl PrecisionFlags {
     /// Whether any reduced-precision float32 mode is on.
     pub fn any_reduced(&self) -> bool {
-        self.cuda_matmul_tf32 || self.cudnn_conv_tf32 || self.float32_matmul_precision != "highest"
+        self.cuda_matmul_tf32
+            || self.cudnn_conv_tf32
+            || self.cudnn_rnn_tf32
+            || self.float32_matmul_precision != "highest"
     }
 }
 
@@ -271,6 +292,7 @@ pub fn precision_flags() -> Result<PrecisionFlags, ShimError> {
     Ok(PrecisionFlags {
         cuda_matmul_tf32: raw.cuda_matmul_tf32 != 0,
         cudnn_conv_tf32: raw.cudnn_conv_tf32 != 0,
+        cudnn_rnn_tf32: raw.cudnn_rnn_tf32 != 0,
         float32_matmul_precision: match raw.matmul_precision {
             0 => "highest",
             1 => "high",
@@ -348,7 +370,7 @@ pub fn set_sync_debug_mode(mode: SyncDebugMode) -> Result<SyncDebugMode, ShimErr
     })
 }
 
-/// One warning libtorch raised (`TORCH_WARN`), with its C++ source location.
+/// One warning libtorch raised (`TORCH_WARN`), with where it came from.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TorchWarning {
     /// The warning text.
@@ -357,23 +379,43 @@ pub struct TorchWarning {
     pub file: String,
     /// Line in that file.
     pub line: u32,
+    /// The Rust call site that made the call into tch (`path:line:column`), where a
+    /// backtrace could tell.
+    pub caller: Option<String>,
 }
 
 /// Captures libtorch warnings on the current thread, with warn-always on so
 /// that once-per-process warnings (such as MPS's CPU fallback) repeat.
 pub struct WarningCapture {
     raw: *mut c_void,
+    backtraces: Box<RefCell<Vec<Backtrace>>>,
+}
+
+unsafe extern "C" fn on_warning(context: *mut c_void) {
+    // SAFETY: context is the RefCell boxed by the live WarningCapture that registered it.
+    let backtraces = unsafe { &*(context as *const RefCell<Vec<Backtrace>>) };
+    // Never unwind into C++.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if let Ok(mut list) = backtraces.try_borrow_mut() {
+            list.push(Backtrace::force_capture());
+        }
+    }));
 }
 
 impl WarningCapture {
-    /// Starts capturing; the previous handler returns when this is finished or dropped.
+    /// Starts capturing; the previous handler returns when this is dropped.
     pub fn start() -> Result<Self, ShimError> {
+        let backtraces = Box::new(RefCell::new(Vec::new()));
         let mut raw = std::ptr::null_mut();
-        // SAFETY: raw is valid for writes.
+        let context = (&*backtraces as *const RefCell<Vec<Backtrace>>)
+            .cast_mut()
+            .cast();
+        // SAFETY: raw is valid for writes; the context outlives the capture (both
+        // are dropped together, the capture first).
         check(|| "capture libtorch warnings".into(), unsafe {
-            dc_warnings_begin(&mut raw)
+            dc_warnings_begin(Some(on_warning), context, &mut raw)
         })?;
-        Ok(Self { raw })
+        Ok(Self { raw, backtraces })
     }
 
     /// Warnings captured so far.
@@ -381,24 +423,28 @@ impl WarningCapture {
         // SAFETY: self.raw is a live capture; returned strings are borrowed
         // until dc_warnings_end and copied here.
         let count = unsafe { dc_warnings_count(self.raw) };
+        let backtraces = self.backtraces.borrow();
         (0..count)
             .map(|i| {
                 let (mut message, mut file, mut line) = (std::ptr::null(), std::ptr::null(), 0);
-                unsafe {
+                let (message, file) = unsafe {
                     dc_warnings_get(self.raw, i, &mut message, &mut file, &mut line);
-                    TorchWarning {
-                        message: CStr::from_ptr(message).to_string_lossy().into_owned(),
-                        file: CStr::from_ptr(file).to_string_lossy().into_owned(),
-                        line,
-                    }
+                    (
+                        CStr::from_ptr(message).to_string_lossy().into_owned(),
+                        CStr::from_ptr(file).to_string_lossy().into_owned(),
+                    )
+                };
+                let caller = backtraces
+                    .get(i)
+                    .and_then(|bt| caller_of_tch(&bt.to_string()));
+                TorchWarning {
+                    message,
+                    file,
+                    line,
+                    caller,
                 }
             })
             .collect()
-    }
-
-    /// Stops capturing and returns what was captured.
-    pub fn finish(self) -> Vec<TorchWarning> {
-        self.warnings()
     }
 }
 
@@ -406,5 +452,140 @@ impl Drop for WarningCapture {
     fn drop(&mut self) {
         // SAFETY: self.raw came from dc_warnings_begin and is ended once.
         unsafe { dc_warnings_end(self.raw) }
+    }
+}
+
+/// The first frame outside tch and torch-sys, below the innermost tch frame, in a
+/// rendered Rust backtrace: the user's line that called into libtorch.
+pub(crate) fn caller_of_tch(backtrace: &str) -> Option<String> {
+    let locations: Vec<&str> = backtrace
+        .lines()
+        .filter_map(|line| line.trim_start().strip_prefix("at "))
+        .collect();
+    let in_bindings = |path: &str| path.contains("/tch-") || path.contains("/torch-sys-");
+    let last_binding = locations.iter().rposition(|path| in_bindings(path))?;
+    locations[last_binding + 1..]
+        .iter()
+        .find(|path| !in_bindings(path) && !path.contains("/rustc/"))
+        .map(|path| path.to_string())
+}
+
+/// Tensor memory allocated on this thread while the tracker lives, through
+/// libtorch's own memory-reporting hook: exact live bytes, CPU included.
+pub struct TensorMemory {
+    raw: *mut c_void,
+}
+
+/// Live and peak tensor bytes of one backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct TensorBytes {
+    /// Bytes of tensors allocated since tracking began that are still alive.
+    pub current: u64,
+    /// The most `current` has been since tracking began or the last reset.
+    pub peak: u64,
+}
+
+impl TensorMemory {
+    /// Starts tracking on this thread.
+    pub fn start() -> Result<Self, ShimError> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: raw is valid for writes.
+        check(|| "track tensor memory".into(), unsafe {
+            dc_tensor_memory_begin(&mut raw)
+        })?;
+        Ok(Self { raw })
+    }
+
+    /// Current and peak bytes on one backend.
+    pub fn read(&self, backend: Backend) -> TensorBytes {
+        let (mut current, mut peak) = (0i64, 0i64);
+        // SAFETY: self.raw is a live tracker; out-pointers are valid.
+        unsafe { dc_tensor_memory_read(self.raw, backend as c_int, &mut current, &mut peak) };
+        TensorBytes {
+            current: u64::try_from(current).unwrap_or(0),
+            peak: u64::try_from(peak).unwrap_or(0),
+        }
+    }
+
+    /// Makes the peak equal to the current figure.
+    pub fn reset_peak(&self) {
+        // SAFETY: self.raw is a live tracker.
+        unsafe { dc_tensor_memory_reset_peak(self.raw) }
+    }
+}
+
+impl Drop for TensorMemory {
+    fn drop(&mut self) {
+        // SAFETY: self.raw came from dc_tensor_memory_begin and is ended once.
+        unsafe { dc_tensor_memory_end(self.raw) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_caller_of_tch_in_a_backtrace() {
+        let rendered = "\
+   0: devcheck::shim::on_warning
+             at ./harness/src/shim.rs:10:5
+   1: tch::wrappers::tensor::Tensor::double_value
+             at /home/u/.cargo/registry/src/index/tch-0.24.0/src/wrappers/tensor.rs:300:9
+   2: core::ops::function::FnOnce::call_once
+             at /rustc/abc/library/core/src/ops/function.rs:250:5
+   3: mycrate::train::step
+             at ./src/train.rs:42:17
+   4: main
+             at ./src/main.rs:3:5";
+        assert_eq!(
+            caller_of_tch(rendered).as_deref(),
+            Some("./src/train.rs:42:17")
+        );
+        assert_eq!(
+            caller_of_tch("   0: main\n             at ./src/main.rs:1:1"),
+            None
+        );
+    }
+
+    #[test]
+    fn captures_repeated_libtorch_warnings_with_their_caller() {
+        crate::init().unwrap();
+        let a = tch::Tensor::from_slice(&[1.0f32, 2.0]);
+        let capture = WarningCapture::start().unwrap();
+        // meshgrid without `indexing` warns once per process unless warn-always is on.
+        for _ in 0..2 {
+            let _ = tch::Tensor::meshgrid(&[&a, &a]);
+        }
+        let warnings = capture.warnings();
+        drop(capture);
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(
+            warnings[0].message.contains("meshgrid"),
+            "{}",
+            warnings[0].message
+        );
+        let caller = warnings[0].caller.as_deref().unwrap_or("");
+        assert!(
+            caller.ends_with(&format!("src/shim.rs:{}:21", line!() - 7)),
+            "caller: {caller}"
+        );
+    }
+
+    #[test]
+    fn tracks_live_and_peak_cpu_tensor_bytes() {
+        crate::init().unwrap();
+        let memory = TensorMemory::start().unwrap();
+        let kept = tch::Tensor::zeros([1024, 256], (tch::Kind::Float, tch::Device::Cpu));
+        {
+            let _temporary = tch::Tensor::zeros([1024, 512], (tch::Kind::Float, tch::Device::Cpu));
+        }
+        let bytes = memory.read(Backend::Cpu);
+        assert_eq!(bytes.current, 1024 * 256 * 4);
+        assert_eq!(bytes.peak, 1024 * 256 * 4 + 1024 * 512 * 4);
+        memory.reset_peak();
+        assert_eq!(memory.read(Backend::Cpu).peak, 1024 * 256 * 4);
+        drop(kept);
+        assert_eq!(memory.read(Backend::Cpu).current, 0);
     }
 }

@@ -31,6 +31,8 @@ enum Task {
         #[arg(long)]
         json: bool,
     },
+    /// Run the device matrix: built-in cases × devices × checks, with a JSON report.
+    Matrix(MatrixArgs),
     /// Run the whole suite: rustfmt, clippy, unit, lint, snapshot and end-to-end tests.
     Test {
         /// Arguments passed to `cargo test` after the workspace selection.
@@ -42,6 +44,25 @@ enum Task {
         /// Files or directories (default: the cargo registry sources).
         paths: Vec<PathBuf>,
     },
+}
+
+#[derive(clap::Args)]
+struct MatrixArgs {
+    /// Where to write the JSON report.
+    #[arg(long, default_value = "target/devcheck/report.json")]
+    report: PathBuf,
+    /// Also run the planted-fault cases (they must fail their own check).
+    #[arg(long)]
+    faults: bool,
+    /// Run only trials whose name contains this (`cnn::`, `::tolerance::`, `::cuda:0`).
+    #[arg(long)]
+    filter: Option<String>,
+    /// Run only on this device (cpu, cuda:N, mps); repeatable.
+    #[arg(long = "device", value_name = "DEVICE")]
+    devices: Vec<String>,
+    /// Arguments for the test runner itself (`--list`, `--exact`, `--format terse`, …).
+    #[arg(last = true)]
+    runner_args: Vec<String>,
 }
 
 fn main() -> ExitCode {
@@ -78,6 +99,7 @@ fn run(task: Task) -> Result<ExitCode> {
             }
             status(&mut command)
         }
+        Task::Matrix(args) => matrix(&args),
         Task::Test { args } => test(&args),
         Task::BenchLint { paths } => {
             let mut command = cargo(None);
@@ -99,6 +121,58 @@ fn setup() -> Result<Libtorch> {
     let torch = libtorch::ensure()?;
     eprintln!("{}", torch.describe());
     Ok(torch)
+}
+
+/// Builds and runs `devcheck-matrix` with libtorch's environment.
+fn matrix(args: &MatrixArgs) -> Result<ExitCode> {
+    let torch = setup()?;
+    let root = workspace_root();
+    let mut command = cargo(Some(&torch));
+    command.args([
+        "run",
+        "--quiet",
+        "--package",
+        "devcheck",
+        "--bin",
+        "devcheck-matrix",
+        "--",
+    ]);
+    let report = if args.report.is_absolute() {
+        args.report.clone()
+    } else {
+        root.join(&args.report)
+    };
+    command.arg("--report").arg(&report);
+    command
+        .arg("--snapshots")
+        .arg(root.join("snapshots/matrix"));
+    if args.faults {
+        command.arg("--faults");
+    }
+    for device in &args.devices {
+        command.arg("--device").arg(device);
+    }
+    if let Some(filter) = &args.filter {
+        command.arg(filter);
+    }
+    command.args(&args.runner_args);
+    // MPS reads this when libtorch loads; the matrix's fallback check needs it on.
+    command.env("PYTORCH_ENABLE_MPS_FALLBACK", "1");
+    if let Some(commit) = git_commit(&root) {
+        command.env("DEVCHECK_GIT_COMMIT", commit);
+    }
+    status(&mut command)
+}
+
+fn git_commit(root: &std::path::Path) -> Option<String> {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .ok()?;
+    let commit = String::from_utf8(output.stdout).ok()?.trim().to_owned();
+    (output.status.success() && !commit.is_empty()).then_some(commit)
 }
 
 /// The suite `.ci/run` runs. Stops at the first failing step.

@@ -1,0 +1,279 @@
+//! What a case is: how to build a model on a device from a seed, make a batch,
+//! and do one training step; plus its dtype, tolerances and budgets.
+
+use std::fmt;
+use std::sync::Arc;
+
+use tch::nn::VarStore;
+use tch::{Kind, TchError, Tensor};
+
+use crate::compare::Tolerance;
+
+/// Named tensors, in a stable order.
+pub type Named = Vec<(String, Tensor)>;
+
+/// One batch of named inputs (features, labels, masks).
+pub struct Batch {
+    /// The tensors, in the order the case made them.
+    pub tensors: Named,
+}
+
+impl Batch {
+    /// A batch from named tensors.
+    pub fn new(tensors: impl IntoIterator<Item = (impl Into<String>, Tensor)>) -> Self {
+        Self {
+            tensors: tensors.into_iter().map(|(n, t)| (n.into(), t)).collect(),
+        }
+    }
+
+    /// The tensor called `name`.
+    ///
+    /// # Panics
+    /// If the batch has no such tensor: a bug in the case, reported as its failure.
+    pub fn get(&self, name: &str) -> &Tensor {
+        self.tensors
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, t)| t)
+            .unwrap_or_else(|| panic!("the batch has no tensor `{name}`"))
+    }
+
+    /// The batch on `device`, floating tensors converted to `kind`.
+    pub fn to(&self, device: tch::Device, kind: Kind) -> Result<Batch, TchError> {
+        let tensors = self
+            .tensors
+            .iter()
+            .map(|(name, t)| {
+                let moved = if is_floating(t.kind()) {
+                    t.f_to_device(device)?.f_to_kind(kind)?
+                } else {
+                    t.f_to_device(device)?
+                };
+                Ok((name.clone(), moved))
+            })
+            .collect::<Result<_, TchError>>()?;
+        Ok(Batch { tensors })
+    }
+}
+
+/// Whether a dtype is a floating-point one (the ones a case's dtype applies to).
+pub fn is_floating(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::Half | Kind::BFloat16 | Kind::Float | Kind::Double
+    )
+}
+
+/// What one training step produced.
+pub struct StepOutput {
+    /// The model's outputs (logits, predictions), named.
+    pub outputs: Named,
+    /// The scalar loss.
+    pub loss: Tensor,
+}
+
+/// A model with its optimizer, as a case builds it.
+pub trait Model {
+    /// One training step: forward, loss, backward, optimizer step.
+    fn step(&mut self, batch: &Batch) -> Result<StepOutput, TchError>;
+
+    /// State the var store does not hold: optimizer state, extra buffers.
+    fn state(&self) -> Named {
+        Vec::new()
+    }
+}
+
+/// Builds a model (and its optimizer) whose variables live in the given var store.
+pub type BuildFn = dyn Fn(&VarStore) -> Result<Box<dyn Model>, TchError> + Send + Sync;
+/// Makes the batch of a step, on the CPU, floating tensors in float64.
+pub type BatchFn = dyn Fn(u64) -> Result<Batch, TchError> + Send + Sync;
+
+/// A tolerance for tensors whose name contains `pattern`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TensorTolerance {
+    /// Substring of the tensor name (`outputs.logits`, `grad.fc.weight`).
+    pub pattern: String,
+    /// The tolerance for those tensors.
+    pub tolerance: Tolerance,
+}
+
+/// Memory check settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MemoryLimits {
+    /// Epochs to run.
+    pub epochs: usize,
+    /// Steps per epoch.
+    pub steps_per_epoch: usize,
+    /// Largest allowed growth of live memory from the first to the last epoch (0.26 = 26 %).
+    pub max_growth: f64,
+}
+
+impl Default for MemoryLimits {
+    fn default() -> Self {
+        Self {
+            epochs: 10,
+            steps_per_epoch: 2,
+            max_growth: 0.26,
+        }
+    }
+}
+
+/// Which check a planted fault targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Fails one named check.
+    Check(crate::Check),
+    /// Fails every trial of the case (a panic or a libtorch error in the step).
+    Crash,
+}
+
+/// A training-step case: the unit the matrix runs on every device.
+#[derive(Clone)]
+pub struct Case {
+    pub(crate) name: String,
+    pub(crate) description: String,
+    pub(crate) kind: Kind,
+    pub(crate) seed: i64,
+    pub(crate) build: Arc<BuildFn>,
+    pub(crate) batch: Arc<BatchFn>,
+    pub(crate) tolerance: Option<Tolerance>,
+    pub(crate) tensor_tolerances: Vec<TensorTolerance>,
+    pub(crate) tolerance_reason: Option<String>,
+    pub(crate) tolerance_steps: usize,
+    pub(crate) readback_budget: usize,
+    pub(crate) accepted_fallbacks: Vec<String>,
+    pub(crate) memory: MemoryLimits,
+    pub(crate) fault: Option<Fault>,
+}
+
+impl Case {
+    /// A case named `name` (stable: it names trials and snapshots).
+    pub fn new(
+        name: impl Into<String>,
+        build: impl Fn(&VarStore) -> Result<Box<dyn Model>, TchError> + Send + Sync + 'static,
+        batch: impl Fn(u64) -> Result<Batch, TchError> + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            description: String::new(),
+            kind: Kind::Float,
+            seed: 0,
+            build: Arc::new(build),
+            batch: Arc::new(batch),
+            tolerance: None,
+            tensor_tolerances: Vec::new(),
+            tolerance_reason: None,
+            tolerance_steps: 3,
+            readback_budget: 0,
+            accepted_fallbacks: Vec::new(),
+            memory: MemoryLimits::default(),
+            fault: None,
+        }
+    }
+
+    /// One line on what the case trains.
+    pub fn describe(mut self, text: impl Into<String>) -> Self {
+        self.description = text.into();
+        self
+    }
+
+    /// The floating dtype the case runs in (default float32).
+    pub fn dtype(mut self, kind: Kind) -> Self {
+        self.kind = kind;
+        self
+    }
+
+    /// The seed for initial weights and batches (default 0).
+    pub fn seed(mut self, seed: i64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Replaces the dtype's default tolerance for every tensor, saying why.
+    pub fn tolerance(mut self, tolerance: Tolerance, reason: impl Into<String>) -> Self {
+        self.tolerance = Some(tolerance);
+        self.tolerance_reason = Some(reason.into());
+        self
+    }
+
+    /// A tolerance for the tensors whose name contains `pattern`, saying why.
+    pub fn tensor_tolerance(
+        mut self,
+        pattern: impl Into<String>,
+        tolerance: Tolerance,
+        reason: impl Into<String>,
+    ) -> Self {
+        self.tensor_tolerances.push(TensorTolerance {
+            pattern: pattern.into(),
+            tolerance,
+        });
+        self.tolerance_reason = Some(reason.into());
+        self
+    }
+
+    /// Optimizer steps compared by the tolerance check (default 3).
+    pub fn tolerance_steps(mut self, steps: usize) -> Self {
+        self.tolerance_steps = steps.max(1);
+        self
+    }
+
+    /// Host reads allowed per step (default 0).
+    pub fn readback_budget(mut self, reads_per_step: usize) -> Self {
+        self.readback_budget = reads_per_step;
+        self
+    }
+
+    /// Operators allowed to fall back to the CPU on MPS.
+    pub fn accept_fallbacks(mut self, ops: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.accepted_fallbacks
+            .extend(ops.into_iter().map(Into::into));
+        self
+    }
+
+    /// Epochs, steps per epoch and allowed growth for the memory check.
+    pub fn memory(mut self, limits: MemoryLimits) -> Self {
+        self.memory = limits;
+        self
+    }
+
+    /// Marks the case as a planted fault (run only with `--faults`).
+    pub fn planted(mut self, fault: Fault) -> Self {
+        self.fault = Some(fault);
+        self
+    }
+
+    /// The case's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The case's dtype.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// The planted fault, if this is a fault case.
+    pub fn fault(&self) -> Option<Fault> {
+        self.fault
+    }
+
+    /// The tolerance for one tensor: per-tensor override, case override, or the dtype default.
+    pub fn tolerance_for(&self, tensor: &str, actual: Kind, expected: Kind) -> Tolerance {
+        self.tensor_tolerances
+            .iter()
+            .find(|t| tensor.contains(&t.pattern))
+            .map(|t| t.tolerance)
+            .or(self.tolerance)
+            .unwrap_or_else(|| Tolerance::for_pair(actual, expected))
+    }
+}
+
+impl fmt::Debug for Case {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Case")
+            .field("name", &self.name)
+            .field("kind", &self.kind)
+            .field("fault", &self.fault)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,240 @@
+//! Planted faults, run with `--faults`: each fails exactly the check it names
+//! (the crash faults fail every trial of their own case), and none stops the
+//! other trials.
+
+use tch::nn::{self, Module};
+use tch::{Device, Kind, TchError, Tensor};
+
+use super::{cross_entropy, descend, features, labels};
+use crate::case::{Batch, Case, Fault, MemoryLimits, Model, Named, StepOutput};
+use crate::check::Check;
+use crate::optim::{named_parameters, Optimizer, Sgd};
+use crate::readbacks;
+
+pub fn cases() -> Vec<Case> {
+    vec![
+        placement(),
+        readbacks(),
+        tolerance(),
+        memory(),
+        panic(),
+        error(),
+    ]
+}
+
+/// A small MLP classifier the faults are planted into.
+struct Mlp {
+    hidden: nn::Linear,
+    out: nn::Linear,
+    optimizer: Sgd,
+}
+
+impl Mlp {
+    fn new(vs: &nn::VarStore) -> Self {
+        let root = vs.root();
+        Self {
+            hidden: nn::linear(&root / "hidden", 32, 64, Default::default()),
+            out: nn::linear(&root / "out", 64, 4, Default::default()),
+            optimizer: Sgd::new(named_parameters(vs), 0.05, 0.0),
+        }
+    }
+
+    fn logits(&self, x: &Tensor) -> Result<Tensor, TchError> {
+        Ok(self.out.forward(&self.hidden.forward(x).f_relu()?))
+    }
+}
+
+fn mlp_batch(_step: u64) -> Result<Batch, TchError> {
+    Ok(Batch::new([
+        ("features", features(&[16, 32])),
+        ("labels", labels(4, 16)),
+    ]))
+}
+
+fn case(
+    name: &str,
+    fault: Fault,
+    build: impl Fn(Mlp) -> Box<dyn Model> + Send + Sync + 'static,
+) -> Case {
+    Case::new(name, move |vs| Ok(build(Mlp::new(vs))), mlp_batch).planted(fault)
+}
+
+/// Keeps a step counter as a float64 CPU tensor: left behind in dtype and device.
+struct LeftBehind {
+    mlp: Mlp,
+    steps: Tensor,
+}
+
+impl Model for LeftBehind {
+    fn step(&mut self, batch: &Batch) -> Result<StepOutput, TchError> {
+        let logits = self.mlp.logits(batch.get("features"))?;
+        let loss = cross_entropy(&logits, batch.get("labels"))?;
+        descend(&mut self.mlp.optimizer, &loss)?;
+        let _ = self.steps.f_add_scalar_(1.0)?;
+        Ok(StepOutput {
+            outputs: vec![("logits".into(), logits)],
+            loss,
+        })
+    }
+
+    fn state(&self) -> Named {
+        let mut state = self.mlp.optimizer.state();
+        state.push(("step_count".into(), self.steps.shallow_clone()));
+        state
+    }
+}
+
+fn placement() -> Case {
+    case("fault-placement", Fault::Check(Check::Placement), |mlp| {
+        Box::new(LeftBehind {
+            mlp,
+            steps: Tensor::zeros([], (Kind::Double, Device::Cpu)),
+        })
+    })
+}
+
+/// Reads every per-sample loss to the host, one read per sample per step.
+struct ChattyLogger {
+    mlp: Mlp,
+}
+
+impl Model for ChattyLogger {
+    fn step(&mut self, batch: &Batch) -> Result<StepOutput, TchError> {
+        let logits = self.mlp.logits(batch.get("features"))?;
+        let per_sample = logits.f_log_softmax(-1, logits.kind())?.f_nll_loss_nd(
+            batch.get("labels"),
+            None::<Tensor>,
+            tch::Reduction::None,
+            -100,
+        )?;
+        for i in 0..per_sample.size()[0] {
+            readbacks::scalar_f64(&per_sample.f_get(i)?)?;
+        }
+        let loss = per_sample.f_mean(None)?;
+        descend(&mut self.mlp.optimizer, &loss)?;
+        Ok(StepOutput {
+            outputs: vec![("logits".into(), logits)],
+            loss,
+        })
+    }
+
+    fn state(&self) -> Named {
+        self.mlp.optimizer.state()
+    }
+}
+
+fn readbacks() -> Case {
+    case("fault-readbacks", Fault::Check(Check::Readbacks), |mlp| {
+        Box::new(ChattyLogger { mlp })
+    })
+    .readback_budget(1)
+}
+
+/// Softmax written as exp(x) / sum(exp(x)) on logits scaled to the hundreds:
+/// float32 overflows to inf/inf = NaN where float64 does not.
+struct NaiveSoftmax {
+    mlp: Mlp,
+}
+
+impl Model for NaiveSoftmax {
+    fn step(&mut self, batch: &Batch) -> Result<StepOutput, TchError> {
+        let logits = self
+            .mlp
+            .logits(batch.get("features"))?
+            .f_mul_scalar(400.0)?;
+        let exp = logits.f_exp()?;
+        let probabilities = exp.f_div(&exp.f_sum_dim_intlist(-1, true, None)?)?;
+        let picked = probabilities.f_gather(1, &batch.get("labels").f_unsqueeze(1)?, false)?;
+        let loss = picked.f_log()?.f_neg()?.f_mean(None)?;
+        descend(&mut self.mlp.optimizer, &loss)?;
+        Ok(StepOutput {
+            outputs: vec![("probabilities".into(), probabilities)],
+            loss,
+        })
+    }
+
+    fn state(&self) -> Named {
+        self.mlp.optimizer.state()
+    }
+}
+
+fn tolerance() -> Case {
+    case("fault-tolerance", Fault::Check(Check::Tolerance), |mlp| {
+        Box::new(NaiveSoftmax { mlp })
+    })
+}
+
+/// Keeps every step's activations "for a plot later": tensors retained across steps.
+struct History {
+    mlp: Mlp,
+    kept: Vec<Tensor>,
+}
+
+impl Model for History {
+    fn step(&mut self, batch: &Batch) -> Result<StepOutput, TchError> {
+        let hidden = self.mlp.hidden.forward(batch.get("features")).f_relu()?;
+        let logits = self.mlp.out.forward(&hidden);
+        let loss = cross_entropy(&logits, batch.get("labels"))?;
+        descend(&mut self.mlp.optimizer, &loss)?;
+        self.kept.push(hidden);
+        self.kept.push(batch.get("features").shallow_clone());
+        Ok(StepOutput {
+            outputs: vec![("logits".into(), logits)],
+            loss,
+        })
+    }
+
+    fn state(&self) -> Named {
+        self.mlp.optimizer.state()
+    }
+}
+
+fn memory() -> Case {
+    case("fault-memory", Fault::Check(Check::Memory), |mlp| {
+        Box::new(History {
+            mlp,
+            kept: Vec::new(),
+        })
+    })
+    .memory(MemoryLimits::default())
+}
+
+struct Panics;
+
+impl Model for Panics {
+    fn step(&mut self, _batch: &Batch) -> Result<StepOutput, TchError> {
+        panic!("planted panic: the step gave up");
+    }
+}
+
+fn panic() -> Case {
+    case("fault-panic", Fault::Crash, |_mlp| Box::new(Panics))
+}
+
+/// Feeds 32 features to a layer that expects 48: libtorch rejects the shapes.
+struct ShapeMismatch {
+    wrong: Tensor,
+}
+
+impl Model for ShapeMismatch {
+    fn step(&mut self, batch: &Batch) -> Result<StepOutput, TchError> {
+        let logits = batch.get("features").f_matmul(&self.wrong)?;
+        let loss = logits.f_mean(None)?;
+        Ok(StepOutput {
+            outputs: vec![("logits".into(), logits)],
+            loss,
+        })
+    }
+}
+
+fn error() -> Case {
+    Case::new(
+        "fault-error",
+        |vs| {
+            let wrong = vs.root().zeros("wrong", &[48, 4]);
+            Ok(Box::new(ShapeMismatch { wrong }) as Box<dyn Model>)
+        },
+        mlp_batch,
+    )
+    .planted(Fault::Crash)
+}

@@ -1,0 +1,141 @@
+//! Turns whatever ended a trial (a libtorch error, a panic, a shim error) into
+//! one readable line: no C++ frame dump, no `Result::unwrap` noise.
+
+use std::cell::RefCell;
+use std::panic::{self, PanicHookInfo};
+use std::sync::Once;
+
+/// Longest cause kept, in characters.
+const MAX_CAUSE: usize = 300;
+
+/// The first meaningful line of a libtorch error message, without its backtrace.
+pub fn torch_message(raw: &str) -> String {
+    let text = raw.split("Exception raised from").next().unwrap_or(raw);
+    let first = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    shorten(first)
+}
+
+/// Shortens to [`MAX_CAUSE`] characters on a character boundary.
+pub fn shorten(text: &str) -> String {
+    let text = text.trim();
+    match text.char_indices().nth(MAX_CAUSE) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+/// A one-line cause from a tch error.
+pub fn from_tch(error: &tch::TchError) -> String {
+    match error {
+        tch::TchError::Torch(message) => format!("libtorch error: {}", torch_message(message)),
+        other => shorten(&other.to_string()),
+    }
+}
+
+thread_local! {
+    static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+    static QUIET: RefCell<bool> = const { RefCell::new(false) };
+}
+
+/// Installs (once) a panic hook that, inside [`quietly`], records the panic as
+/// one line instead of printing it; elsewhere it defers to the previous hook.
+fn install_hook() {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let previous = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            if QUIET.with(|q| *q.borrow()) {
+                LAST_PANIC.with(|p| *p.borrow_mut() = Some(describe_panic(info)));
+            } else {
+                previous(info);
+            }
+        }));
+    });
+}
+
+fn describe_panic(info: &PanicHookInfo<'_>) -> String {
+    let payload = info
+        .payload()
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| info.payload().downcast_ref::<&str>().copied())
+        .unwrap_or("(no message)");
+    // tch's panicking methods unwrap a TchError whose text carries the C++ trace.
+    let message = match payload.find("Torch(\"") {
+        Some(start) => {
+            let inner = &payload[start + 7..];
+            format!(
+                "libtorch error: {}",
+                torch_message(&inner.replace("\\n", "\n"))
+            )
+        }
+        None => shorten(payload),
+    };
+    match info.location() {
+        Some(at) if !at.file().contains("/tch-") => {
+            format!("panicked at {}:{}: {message}", at.file(), at.line())
+        }
+        _ => format!("panicked: {message}"),
+    }
+}
+
+/// Runs `body`, turning a panic into `Err(one line)` without printing it.
+pub fn quietly<T>(body: impl FnOnce() -> T) -> Result<T, String> {
+    install_hook();
+    QUIET.with(|q| *q.borrow_mut() = true);
+    let result = panic::catch_unwind(panic::AssertUnwindSafe(body));
+    QUIET.with(|q| *q.borrow_mut() = false);
+    result.map_err(|_| {
+        LAST_PANIC
+            .with(|p| p.borrow_mut().take())
+            .unwrap_or_else(|| "panicked".to_owned())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_the_cpp_backtrace_from_libtorch_errors() {
+        let raw = "mat1 and mat2 shapes cannot be multiplied (64x4096 and 4000x10)\n\
+                   Exception raised from meta at /pytorch/aten/src/ATen/native/LinearAlgebra.cpp:191 \
+                   (most recent call first):\nframe #0: c10::Error::Error(...)";
+        assert_eq!(
+            torch_message(raw),
+            "mat1 and mat2 shapes cannot be multiplied (64x4096 and 4000x10)"
+        );
+    }
+
+    #[test]
+    fn a_panic_becomes_one_line_with_its_location() {
+        let error = quietly(|| panic!("model diverged")).unwrap_err();
+        assert!(
+            error.starts_with("panicked at harness/src/cause.rs:"),
+            "{error}"
+        );
+        assert!(error.ends_with(": model diverged"), "{error}");
+    }
+
+    #[test]
+    fn a_tch_panic_keeps_only_libtorch_s_message() {
+        let error = quietly(|| {
+            let a = tch::Tensor::zeros([2, 3], (tch::Kind::Float, tch::Device::Cpu));
+            let _ = a.matmul(&a);
+        })
+        .unwrap_err();
+        assert!(error.contains("libtorch error: "), "{error}");
+        assert!(error.contains("cannot be multiplied"), "{error}");
+        assert!(!error.contains("frame #"), "{error}");
+        assert!(!error.contains('\n'), "{error}");
+    }
+
+    #[test]
+    fn long_causes_are_cut() {
+        assert_eq!(shorten(&"x".repeat(1000)).chars().count(), MAX_CAUSE + 1);
+    }
+}

@@ -1,0 +1,514 @@
+//! Runs cases × checks × devices as libtest-mimic trials (so `cargo test`
+//! filters, `--list`, `--exact`, `--ignored` and cargo-nextest work), records
+//! every trial in the report as it ends, and prints the table.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use libtest_mimic::{Arguments, Completion, Trial};
+use serde_json::json;
+
+use crate::case::{Case, Named};
+use crate::check::{Check, Verdict};
+use crate::device::{self, DeviceSlot, DeviceSpec};
+use crate::environment::Environment;
+use crate::error::TrialError;
+use crate::placement::kind_name;
+use crate::report::{Outcome, Report, RunEnvironment, TrialRecord};
+use crate::timing::TimingBudget;
+use crate::tolerance::{self, Trajectory};
+use crate::{fallback, memory, placement, readbacks, shim, timing};
+
+/// The runner's own options; everything else goes to libtest-mimic.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Where to write the JSON report (also `DEVCHECK_REPORT`).
+    pub report: Option<PathBuf>,
+    /// Include the planted-fault cases.
+    pub faults: bool,
+    /// Directory of the reviewed readback snapshots (also `DEVCHECK_SNAPSHOTS`).
+    pub snapshots: Option<PathBuf>,
+    /// Only these devices (default: every device found).
+    pub devices: Option<Vec<DeviceSpec>>,
+    /// Timing budget per timing trial.
+    pub timing: TimingBudget,
+}
+
+const USAGE: &str = "devcheck options (before or among the libtest options):
+  --report PATH     write the JSON report here (env DEVCHECK_REPORT)
+  --faults          include the planted-fault cases
+  --snapshots DIR   directory of the reviewed readback snapshots (env DEVCHECK_SNAPSHOTS)
+  --device D        run only on device D (cpu, cuda:N, mps); repeatable
+  --timing-ms N     time budget of each timing trial in milliseconds (default 1500)";
+
+impl Options {
+    /// Splits devcheck's options from libtest's; errors name the bad argument.
+    pub fn parse(args: &[String]) -> Result<(Options, Vec<String>), String> {
+        let mut options = Options {
+            report: std::env::var_os("DEVCHECK_REPORT").map(PathBuf::from),
+            snapshots: std::env::var_os("DEVCHECK_SNAPSHOTS").map(PathBuf::from),
+            ..Options::default()
+        };
+        let mut rest = Vec::new();
+        let mut iter = args.iter();
+        while let Some(arg) = iter.next() {
+            let (flag, inline) = match arg.split_once('=') {
+                Some((f, v)) if f.starts_with("--") => (f, Some(v.to_owned())),
+                _ => (arg.as_str(), None),
+            };
+            let mut value = |name: &str| {
+                inline
+                    .clone()
+                    .or_else(|| iter.next().cloned())
+                    .ok_or_else(|| format!("`{name}` needs a value\n\n{USAGE}"))
+            };
+            match flag {
+                "--report" => options.report = Some(PathBuf::from(value("--report")?)),
+                "--snapshots" => options.snapshots = Some(PathBuf::from(value("--snapshots")?)),
+                "--faults" => options.faults = true,
+                "--device" => {
+                    let device = value("--device")?
+                        .parse::<DeviceSpec>()
+                        .map_err(|e| e.to_string())?;
+                    options.devices.get_or_insert_with(Vec::new).push(device);
+                }
+                "--timing-ms" => {
+                    let text = value("--timing-ms")?;
+                    let ms: u64 = text.parse().map_err(|_| {
+                        format!("`--timing-ms` takes a whole number of milliseconds, got `{text}`")
+                    })?;
+                    options.timing.max_time = std::time::Duration::from_millis(ms);
+                }
+                "--devcheck-help" => return Err(USAGE.to_owned()),
+                _ => rest.push(arg.clone()),
+            }
+        }
+        Ok((options, rest))
+    }
+}
+
+/// What the trials of one case share: its initial weights and reference runs,
+/// computed once by whichever trial needs them first.
+pub struct CaseState {
+    case: Case,
+    weights: Mutex<Option<Result<Named, String>>>,
+    reference: Mutex<Option<Result<Trajectory, String>>>,
+    cpu_same_dtype: Mutex<Option<Result<Trajectory, String>>>,
+    snapshots: Option<PathBuf>,
+    timing: TimingBudget,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panicking trial must not take its siblings down with a poisoned lock.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn shallow(named: &Named) -> Named {
+    named
+        .iter()
+        .map(|(n, t)| (n.clone(), t.shallow_clone()))
+        .collect()
+}
+
+fn cached<T>(
+    slot: &Mutex<Option<Result<T, String>>>,
+    make: impl FnOnce() -> Result<T, TrialError>,
+    copy: impl Fn(&T) -> T,
+) -> Result<T, TrialError> {
+    let mut guard = lock(slot);
+    if guard.is_none() {
+        *guard = Some(make().map_err(|e| e.to_string()));
+    }
+    match guard.as_ref().expect("filled above") {
+        Ok(value) => Ok(copy(value)),
+        Err(cause) => Err(TrialError::Case(cause.clone())),
+    }
+}
+
+impl CaseState {
+    /// Shared state for `case`.
+    pub fn new(case: Case, snapshots: Option<PathBuf>, timing: TimingBudget) -> Self {
+        Self {
+            case,
+            weights: Mutex::new(None),
+            reference: Mutex::new(None),
+            cpu_same_dtype: Mutex::new(None),
+            snapshots,
+            timing,
+        }
+    }
+
+    /// The case's initial weights (made once).
+    pub fn weights(&self) -> Result<Named, TrialError> {
+        cached(
+            &self.weights,
+            || crate::trainer::initial_weights(&self.case),
+            shallow,
+        )
+    }
+
+    /// The float64 CPU trajectory (made once).
+    pub fn reference(&self) -> Result<Trajectory, TrialError> {
+        let weights = self.weights()?;
+        cached(
+            &self.reference,
+            || tolerance::trajectory(&self.case, DeviceSpec::Cpu, tch::Kind::Double, &weights),
+            |t| t.iter().map(shallow).collect(),
+        )
+    }
+
+    /// The CPU trajectory in the case's own dtype (made once).
+    pub fn cpu_same_dtype(&self) -> Result<Trajectory, TrialError> {
+        let weights = self.weights()?;
+        cached(
+            &self.cpu_same_dtype,
+            || tolerance::trajectory(&self.case, DeviceSpec::Cpu, self.case.kind(), &weights),
+            |t| t.iter().map(shallow).collect(),
+        )
+    }
+
+    /// Where the reviewed readback snapshots live, if anywhere.
+    pub fn snapshot_dir(&self) -> Option<&PathBuf> {
+        self.snapshots.as_ref()
+    }
+
+    /// The timing budget.
+    pub fn timing_budget(&self) -> TimingBudget {
+        self.timing
+    }
+}
+
+/// Runs one trial to a record; never panics, whatever the case does.
+fn execute(state: &CaseState, check: Check, device: DeviceSpec) -> TrialRecord {
+    let case = &state.case;
+    let started = Instant::now();
+    let result = crate::cause::quietly(|| -> Result<Verdict, TrialError> {
+        match check {
+            Check::Placement => placement::run(case, device, state),
+            Check::Tolerance => tolerance::run(case, device, state),
+            Check::Readbacks => readbacks::run(case, device, state),
+            Check::Timing => timing::run(case, device, state),
+            Check::Fallback => fallback::run(case, device, state),
+            Check::Memory => memory::run(case, device, state),
+        }
+    });
+    let (outcome, message, metrics) = match result {
+        Ok(Ok(verdict)) => (
+            if verdict.passed {
+                Outcome::Passed
+            } else {
+                Outcome::Failed
+            },
+            verdict.message,
+            verdict.metrics,
+        ),
+        Ok(Err(error)) => (Outcome::Failed, error.to_string(), json!({})),
+        Err(panic) => (Outcome::Failed, panic, json!({})),
+    };
+    TrialRecord {
+        name: trial_name(case, check, device),
+        case: case.name().to_owned(),
+        check,
+        device: device.to_string(),
+        dtype: kind_name(case.kind()).to_owned(),
+        outcome,
+        message,
+        metrics,
+        duration_ms: started.elapsed().as_secs_f64() * 1e3,
+    }
+}
+
+fn trial_name(case: &Case, check: Check, device: DeviceSpec) -> String {
+    format!("{}::{}::{device}", case.name(), check.name())
+}
+
+/// Collects records and rewrites the report file after each one.
+struct Sink {
+    report: Mutex<Report>,
+    path: Option<PathBuf>,
+    progress: Option<indicatif::ProgressBar>,
+}
+
+impl Sink {
+    fn record(&self, record: TrialRecord) {
+        let mut report = lock(&self.report);
+        report.push(record);
+        self.save(&report);
+        if let Some(bar) = &self.progress {
+            bar.inc(1);
+        }
+    }
+
+    fn save(&self, report: &Report) {
+        if let Some(path) = &self.path {
+            if let Err(error) = report.write(path) {
+                eprintln!(
+                    "warning: could not write the report to {}: {error}",
+                    path.display()
+                );
+            }
+        }
+    }
+}
+
+/// Runs the cases with options and libtest arguments from the command line.
+pub fn run(cases: Vec<Case>) -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match Options::parse(&args) {
+        Ok((options, rest)) => run_with(cases, options, rest),
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Runs the cases: every case × check × device, as libtest-mimic trials.
+pub fn run_with(cases: Vec<Case>, options: Options, libtest_args: Vec<String>) -> ExitCode {
+    ensure_mps_fallback_enabled();
+    let program = std::env::args()
+        .next()
+        .unwrap_or_else(|| "devcheck".to_owned());
+    let mut arguments = Arguments::from_iter(std::iter::once(program).chain(libtest_args));
+    // Timing, memory and sync-debug mode are process-wide: one trial at a time.
+    arguments.test_threads.get_or_insert(1);
+
+    let environment = match Environment::collect().and_then(|env| Ok((env, device::discover()?))) {
+        Ok(found) => found,
+        Err(error) => {
+            eprintln!("error: libtorch is not usable: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let (environment, found) = environment;
+    let slots = select_devices(found, options.devices.as_deref());
+    let snapshots = options.snapshots.clone().or_else(|| {
+        std::env::var_os("CARGO_MANIFEST_DIR").map(|d| PathBuf::from(d).join("snapshots"))
+    });
+    if std::env::var_os("INSTA_WORKSPACE_ROOT").is_none() {
+        if let Ok(cwd) = std::env::current_dir() {
+            // insta otherwise asks cargo, which may not exist where the matrix runs.
+            std::env::set_var("INSTA_WORKSPACE_ROOT", cwd);
+        }
+    }
+
+    let report = Report::new(RunEnvironment {
+        torch_version: environment.libtorch_version.clone(),
+        libtorch: environment,
+        git_commit: git_commit(),
+        host: gethostname::gethostname().to_string_lossy().into_owned(),
+    });
+    let selected: Vec<Case> = cases
+        .into_iter()
+        .filter(|c| options.faults || c.fault().is_none())
+        .collect();
+    let total = selected.len() * Check::ALL.len() * slots.len();
+    let progress = (!arguments.list
+        && std::io::stderr().is_terminal()
+        && arguments.format.is_none())
+    .then(|| {
+        arguments.quiet = true;
+        let bar = indicatif::ProgressBar::new(total as u64);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} trials {elapsed}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    });
+    let sink = Arc::new(Sink {
+        report: Mutex::new(report),
+        path: options.report.clone(),
+        progress,
+    });
+
+    let mut trials = Vec::with_capacity(total);
+    for case in selected {
+        let state = Arc::new(CaseState::new(case, snapshots.clone(), options.timing));
+        for check in Check::ALL {
+            for slot in &slots {
+                trials.push(make_trial(&state, check, slot, &sink, &arguments));
+            }
+        }
+    }
+    if arguments.list {
+        let _ = libtest_mimic::run(&arguments, trials);
+        return ExitCode::SUCCESS;
+    }
+    let conclusion = libtest_mimic::run(&arguments, trials);
+    if let Some(bar) = &sink.progress {
+        bar.finish_and_clear();
+    }
+    let mut report = lock(&sink.report);
+    report.complete = true;
+    sink.save(&report);
+    eprintln!("\n{}", report.table());
+    if let Some(path) = &sink.path {
+        eprintln!("report: {}", path.display());
+    }
+    if conclusion.has_failed() {
+        ExitCode::from(101)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn make_trial(
+    state: &Arc<CaseState>,
+    check: Check,
+    slot: &DeviceSlot,
+    sink: &Arc<Sink>,
+    arguments: &Arguments,
+) -> Trial {
+    let name = trial_name(&state.case, check, slot.device);
+    if let Some(reason) = slot.unavailable.clone() {
+        let trial = Trial::ignorable_test(name.clone(), {
+            let reason = reason.clone();
+            move || Ok(Completion::ignored_with(reason))
+        })
+        .with_ignored_flag(true);
+        if !arguments.is_filtered_out(&trial) && !arguments.list {
+            sink.record(TrialRecord {
+                name,
+                case: state.case.name().to_owned(),
+                check,
+                device: slot.device.to_string(),
+                dtype: kind_name(state.case.kind()).to_owned(),
+                outcome: Outcome::Ignored,
+                message: reason,
+                metrics: json!({}),
+                duration_ms: 0.0,
+            });
+        }
+        return trial;
+    }
+    let (state, sink, device) = (Arc::clone(state), Arc::clone(sink), slot.device);
+    Trial::test(name, move || {
+        let record = execute(&state, check, device);
+        let failure = (record.outcome == Outcome::Failed).then(|| record.message.clone());
+        sink.record(record);
+        match failure {
+            Some(message) => Err(message.into()),
+            None => Ok(()),
+        }
+    })
+}
+
+/// Keeps the requested devices; a requested device this machine lacks stays,
+/// marked unavailable, so its trials are reported as not run.
+fn select_devices(found: Vec<DeviceSlot>, wanted: Option<&[DeviceSpec]>) -> Vec<DeviceSlot> {
+    let Some(wanted) = wanted else { return found };
+    wanted
+        .iter()
+        .map(|device| {
+            found
+                .iter()
+                .find(|slot| slot.device == *device)
+                .cloned()
+                .unwrap_or_else(|| DeviceSlot {
+                    device: *device,
+                    unavailable: Some(format!("{device}: no such device on this machine")),
+                })
+        })
+        .collect()
+}
+
+fn git_commit() -> Option<String> {
+    if let Ok(commit) = std::env::var("DEVCHECK_GIT_COMMIT") {
+        return Some(commit);
+    }
+    let output = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .ok()?;
+    let commit = String::from_utf8(output.stdout).ok()?.trim().to_owned();
+    (output.status.success() && !commit.is_empty()).then_some(commit)
+}
+
+/// MPS reads `PYTORCH_ENABLE_MPS_FALLBACK` when libtorch loads, so on a machine
+/// with MPS the process restarts itself with it set.
+fn ensure_mps_fallback_enabled() {
+    if std::env::var("PYTORCH_ENABLE_MPS_FALLBACK").as_deref() == Ok("1") {
+        return;
+    }
+    if !shim::backend_info(shim::Backend::Mps)
+        .map(|m| m.available)
+        .unwrap_or(false)
+    {
+        return;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        if let Ok(exe) = std::env::current_exe() {
+            let error = std::process::Command::new(exe)
+                .args(std::env::args_os().skip(1))
+                .env("PYTORCH_ENABLE_MPS_FALLBACK", "1")
+                .exec();
+            eprintln!("warning: could not restart with PYTORCH_ENABLE_MPS_FALLBACK=1 ({error}); fallbacks will raise");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn splits_devcheck_options_from_libtest_arguments() {
+        let (options, rest) = Options::parse(&strings(&[
+            "--report=out.json",
+            "--faults",
+            "--device",
+            "cuda:1",
+            "cnn::",
+            "--exact",
+            "--timing-ms",
+            "200",
+        ]))
+        .unwrap();
+        assert_eq!(options.report, Some(PathBuf::from("out.json")));
+        assert!(options.faults);
+        assert_eq!(options.devices, Some(vec![DeviceSpec::Cuda(1)]));
+        assert_eq!(
+            options.timing.max_time,
+            std::time::Duration::from_millis(200)
+        );
+        assert_eq!(rest, strings(&["cnn::", "--exact"]));
+    }
+
+    #[test]
+    fn bad_options_are_named() {
+        let error = Options::parse(&strings(&["--device", "tpu"])).unwrap_err();
+        assert_eq!(
+            error,
+            "unknown device `tpu`: expected `cpu`, `cuda`, `cuda:N` or `mps`"
+        );
+        let error = Options::parse(&strings(&["--report"])).unwrap_err();
+        assert!(error.starts_with("`--report` needs a value"), "{error}");
+        let error = Options::parse(&strings(&["--timing-ms", "soon"])).unwrap_err();
+        assert!(error.contains("got `soon`"), "{error}");
+    }
+
+    #[test]
+    fn a_requested_device_that_is_absent_is_kept_as_not_run() {
+        let found = vec![DeviceSlot {
+            device: DeviceSpec::Cpu,
+            unavailable: None,
+        }];
+        let slots = select_devices(found, Some(&[DeviceSpec::Cpu, DeviceSpec::Cuda(3)]));
+        assert_eq!(slots[0].unavailable, None);
+        assert_eq!(
+            slots[1].unavailable.as_deref(),
+            Some("cuda:3: no such device on this machine")
+        );
+    }
+}

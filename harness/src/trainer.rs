@@ -1,0 +1,153 @@
+//! One case set up on one device and dtype: initial weights copied from the
+//! case's shared initial state, seeded batches, steps, and the named tensors
+//! the checks inspect.
+
+use tch::nn::VarStore;
+use tch::{Kind, Tensor};
+
+use crate::case::{Batch, Case, Model, Named, StepOutput};
+use crate::device::DeviceSpec;
+use crate::error::TrialError;
+
+/// What a tensor is to the step, for messages ("the gradient `fc.weight`").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// A trainable parameter or buffer held in the var store.
+    Parameter,
+    /// The gradient of a parameter.
+    Gradient,
+    /// Optimizer state or another tensor the model keeps.
+    State,
+    /// A batch input.
+    Input,
+    /// A model output.
+    Output,
+    /// The loss.
+    Loss,
+}
+
+impl Role {
+    /// The word used in messages.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Role::Parameter => "parameter",
+            Role::Gradient => "gradient",
+            Role::State => "state tensor",
+            Role::Input => "input",
+            Role::Output => "output",
+            Role::Loss => "loss",
+        }
+    }
+}
+
+/// A case's model and optimizer on one device and dtype.
+pub struct Trainer<'c> {
+    case: &'c Case,
+    /// The device it runs on.
+    pub device: DeviceSpec,
+    /// The floating dtype it runs in.
+    pub kind: Kind,
+    vs: VarStore,
+    model: Box<dyn Model>,
+}
+
+/// The case's initial weights, made once on the CPU from its seed (float32, as
+/// tch initializes them); every trainer copies them, so all devices start equal.
+pub fn initial_weights(case: &Case) -> Result<Named, TrialError> {
+    tch::manual_seed(case.seed);
+    let vs = VarStore::new(tch::Device::Cpu);
+    let _model = (case.build)(&vs)?;
+    let mut weights: Named = vs.variables().into_iter().collect();
+    weights.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(weights
+        .into_iter()
+        .map(|(n, t)| (n, t.detach().copy()))
+        .collect())
+}
+
+impl<'c> Trainer<'c> {
+    /// Builds the case on `device` in `kind`, with `weights` copied in.
+    pub fn new(
+        case: &'c Case,
+        device: DeviceSpec,
+        kind: Kind,
+        weights: &Named,
+    ) -> Result<Self, TrialError> {
+        crate::init()?;
+        tch::manual_seed(case.seed);
+        let mut vs = VarStore::new(device.to_tch());
+        let model = (case.build)(&vs)?;
+        vs.set_kind(kind);
+        let variables = vs.variables();
+        tch::no_grad(|| -> Result<(), TrialError> {
+            for (name, source) in weights {
+                let target = variables.get(name).ok_or_else(|| {
+                    TrialError::Case(format!("the model built no variable `{name}` this time"))
+                })?;
+                let mut target = target.shallow_clone();
+                target.f_copy_(source)?;
+            }
+            Ok(())
+        })?;
+        Ok(Self {
+            case,
+            device,
+            kind,
+            vs,
+            model,
+        })
+    }
+
+    /// The batch of step `step`: the same values on every device (seeded, made on
+    /// the CPU in float64), moved and converted here.
+    pub fn batch(&self, step: u64) -> Result<Batch, TrialError> {
+        tch::manual_seed(
+            self.case
+                .seed
+                .wrapping_add(1_000_003)
+                .wrapping_add(step as i64),
+        );
+        let batch = (self.case.batch)(step)?;
+        Ok(batch.to(self.device.to_tch(), self.kind)?)
+    }
+
+    /// One training step on a batch.
+    pub fn step(&mut self, batch: &Batch) -> Result<StepOutput, TrialError> {
+        Ok(self.model.step(batch)?)
+    }
+
+    /// Makes batch `step` and runs it.
+    pub fn run_step(&mut self, step: u64) -> Result<(Batch, StepOutput), TrialError> {
+        let batch = self.batch(step)?;
+        let output = self.step(&batch)?;
+        Ok((batch, output))
+    }
+
+    /// Every tensor of the step, named and with its role: parameters, gradients,
+    /// model state, inputs, outputs, loss.
+    pub fn tensors(&self, batch: &Batch, output: &StepOutput) -> Vec<(String, Role, Tensor)> {
+        let mut variables: Vec<(String, Tensor)> = self.vs.variables().into_iter().collect();
+        variables.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut all = Vec::new();
+        for (name, t) in &variables {
+            all.push((format!("param.{name}"), Role::Parameter, t.detach()));
+        }
+        for (name, t) in &variables {
+            let grad = t.grad();
+            if grad.defined() {
+                all.push((format!("grad.{name}"), Role::Gradient, grad));
+            }
+        }
+        for (name, t) in self.model.state() {
+            all.push((format!("state.{name}"), Role::State, t));
+        }
+        for (name, t) in &batch.tensors {
+            all.push((format!("input.{name}"), Role::Input, t.shallow_clone()));
+        }
+        for (name, t) in &output.outputs {
+            all.push((format!("output.{name}"), Role::Output, t.detach()));
+        }
+        all.push(("loss".to_owned(), Role::Loss, output.loss.detach()));
+        all
+    }
+}
