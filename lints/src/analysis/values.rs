@@ -316,6 +316,14 @@ fn mask_result(name: &str) -> bool {
     )
 }
 
+/// tch comparisons with a scalar or tensor argument (`t.gt(0.5)`). On a
+/// receiver of unknown type in a file using tch they are taken to build a
+/// mask: `PartialOrd::gt` gives a `bool`, which no mask-consuming op accepts.
+pub(crate) fn is_comparison(name: &str) -> bool {
+    matches!(name, "gt" | "ge" | "lt" | "le" | "eq" | "ne")
+        || (mask_result(name) && name.ends_with("_tensor"))
+}
+
 /// Methods that reduce to a 0-dim tensor when called without dimensions.
 fn scalar_result(name: &str, argc: usize) -> bool {
     match name {

@@ -16,7 +16,7 @@ use super::facts::{
 };
 use super::types::{annotation_target, classify, compact, conversion_target, is_scalar};
 use super::values::{
-    gate, is_loss, tch_tensor_method, tensor_method, Gate, TensorFacts, TypeRef, Val,
+    gate, is_comparison, is_loss, tch_tensor_method, tensor_method, Gate, TensorFacts, TypeRef, Val,
 };
 use crate::config::CustomPattern;
 use crate::rules::{
@@ -958,6 +958,15 @@ impl<'a> Walker<'a> {
                 })
             }
             Some("Device") => Val::Device { cpu: false },
+            // tch's mini-batch iterator over (inputs, targets).
+            Some("Iter2") if name == "new" => {
+                let cpu = args.first().is_some_and(Val::is_cpu_tensor);
+                let batch = Val::Tensor(TensorFacts {
+                    cpu,
+                    ..TensorFacts::default()
+                });
+                Val::Iter(Box::new(Val::Tuple(vec![batch.clone(), batch])))
+            }
             _ if matches!(name.as_str(), "Some" | "Ok" | "Box" | "new")
                 && matches!(
                     qualifier,
@@ -1106,10 +1115,18 @@ impl<'a> Walker<'a> {
             ) => {
                 return Val::Iter(Box::new(receiver.element().unwrap_or(Val::Unknown)));
             }
-            ("chars" | "bytes" | "lines" | "keys" | "split_whitespace" | "char_indices", _) => {
+            // Strings' and maps' iterators; a crate-local type may define
+            // methods of the same names, so deferred receivers stay deferred.
+            ("chars" | "bytes" | "lines" | "keys" | "split_whitespace" | "char_indices", _)
+                if args.is_empty() && !matches!(receiver, Val::Deferred(_)) =>
+            {
                 return Val::Iter(Box::new(Val::Other));
             }
-            ("values" | "values_mut", _) => return Val::Iter(Box::new(Val::Unknown)),
+            ("values" | "values_mut", _)
+                if args.is_empty() && !matches!(receiver, Val::Deferred(_)) =>
+            {
+                return Val::Iter(Box::new(Val::Unknown));
+            }
             ("enumerate", Val::Iter(element)) => {
                 return Val::Iter(Box::new(Val::Tuple(vec![Val::Other, (**element).clone()])));
             }
@@ -1159,6 +1176,15 @@ impl<'a> Walker<'a> {
                 Val::Tensor(TensorFacts {
                     cpu: args.first().is_some_and(Val::is_cpu_placement),
                     ..Default::default()
+                })
+            }
+            Val::Unknown | Val::Deferred(_)
+                if self.mentions_tch && is_comparison(name) && args.len() == 1 =>
+            {
+                Val::Tensor(TensorFacts {
+                    cpu: false,
+                    scalar: false,
+                    mask: true,
                 })
             }
             Val::Unknown | Val::Deferred(_) if self.mentions_tch && tch_tensor_method(name) => {
