@@ -32,8 +32,17 @@ pub fn collect_rust_files(paths: &[PathBuf]) -> Walked {
                 continue;
             }
         };
-        if !metadata.is_dir() {
+        if metadata.is_file() {
             push_unique(&mut walked.files, &mut seen, root.clone());
+            continue;
+        }
+        if !metadata.is_dir() {
+            // A FIFO or a device would block or never end when read.
+            walked.errors.push(FileError {
+                file: root.clone(),
+                line: None,
+                message: "not a regular file or directory".into(),
+            });
             continue;
         }
         for entry in ignore::WalkBuilder::new(root).follow_links(true).build() {

@@ -7,8 +7,9 @@ declare_rule! {
     /// ### What it does
     /// Finds ops whose output shape depends on the tensor's values, inside
     /// loops: `nonzero`, `argwhere`, `masked_select`, `unique` and its
-    /// variants, `repeat_interleave`, `bincount`, and indexing with a boolean
-    /// mask (`t.index(&[Some(&mask)])` where `mask` comes from a comparison).
+    /// variants, `repeat_interleave` with a tensor of counts, `bincount`,
+    /// and indexing with a boolean mask (`t.index(&[Some(&mask)])` where
+    /// `mask` comes from a comparison).
     ///
     /// ### Why is this bad
     /// The host allocates every output tensor, so it has to know the output's
@@ -53,7 +54,9 @@ pub(crate) fn method(call: &MethodCall<'_>) -> Option<Hit> {
         | "_unique"
         | "_unique2"
         | "bincount" => Need::Name,
-        _ if name.starts_with("repeat_interleave") => Need::Name,
+        // A scalar repeat count gives a static shape (PyTorch expands);
+        // a tensor of counts needs their sum before the output exists.
+        "repeat_interleave" | "repeat_interleave_self_tensor" => Need::Name,
         "index" | "i" if call.args.first().is_some_and(Val::holds_mask) => {
             return Some(Hit::new(
                 RuleId::DataDependentShape,
