@@ -29,6 +29,9 @@ pub fn evaluate(model: &impl ModuleT, images: &Tensor, labels: &Tensor, device: 
             info!("perfect batch");
         }
         info!("batch accuracy {}", predictions.eq_tensor(&ys).to_kind(Kind::Float).mean(Kind::Float)); //~ warning host-sync
+        tracing::debug!(accuracy = %predictions.eq_tensor(&ys).to_kind(Kind::Float).mean(Kind::Float), "batch done"); //~ warning host-sync
+        // Debug of metadata reads nothing.
+        tracing::debug!(shape = ?logits.size(), "logits");
         let legacy = f64::from(&logits.mean(Kind::Float)); //~ warning host-sync
         let mut buffer = vec![0f32; 10];
         logits.copy_data(&mut buffer, 10); //~ warning host-sync
