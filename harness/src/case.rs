@@ -144,6 +144,7 @@ pub struct Case {
     pub(crate) accepted_fallbacks: Vec<String>,
     pub(crate) memory: MemoryLimits,
     pub(crate) fault: Option<Fault>,
+    pub(crate) batch_multiplier: i64,
 }
 
 impl Case {
@@ -168,6 +169,7 @@ impl Case {
             accepted_fallbacks: Vec::new(),
             memory: MemoryLimits::default(),
             fault: None,
+            batch_multiplier: 1,
         }
     }
 
@@ -181,6 +183,23 @@ impl Case {
     pub fn dtype(mut self, kind: Kind) -> Self {
         self.kind = kind;
         self
+    }
+
+    /// One case per dtype: the first keeps this case's name, the others get the
+    /// dtype appended (`cnn`, `cnn-bfloat16`), so trial names stay
+    /// `<case>::<check>::<device>`.
+    pub fn for_dtypes(self, kinds: &[Kind]) -> Vec<Case> {
+        kinds
+            .iter()
+            .enumerate()
+            .map(|(i, kind)| {
+                let mut case = self.clone().dtype(*kind);
+                if i > 0 {
+                    case.name = format!("{}-{}", self.name, crate::placement::kind_name(*kind));
+                }
+                case
+            })
+            .collect()
     }
 
     /// The seed for initial weights and batches (default 0).
@@ -236,6 +255,13 @@ impl Case {
         self
     }
 
+    /// Repeats every batch `times` along its first dimension: the same case, made
+    /// heavier, so that a step becomes bound by the device rather than the host.
+    pub fn batch_multiplier(mut self, times: i64) -> Self {
+        self.batch_multiplier = times.max(1);
+        self
+    }
+
     /// Marks the case as a planted fault (run only with `--faults`).
     pub fn planted(mut self, fault: Fault) -> Self {
         self.fault = Some(fault);
@@ -275,5 +301,69 @@ impl fmt::Debug for Case {
             .field("kind", &self.kind)
             .field("fault", &self.fault)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn case() -> Case {
+        Case::new(
+            "net",
+            |_vs| Err(TchError::Kind("unused".into())),
+            |_step| Ok(Batch::new(Vec::<(String, Tensor)>::new())),
+        )
+    }
+
+    #[test]
+    fn tolerance_lookup_prefers_tensor_then_case_then_dtype_default() {
+        let wide = Tolerance {
+            rtol: 1e-3,
+            atol: 1e-3,
+            equal_nan: false,
+        };
+        let grad = Tolerance {
+            rtol: 0.1,
+            atol: 0.1,
+            equal_nan: false,
+        };
+        let plain = case();
+        assert_eq!(
+            plain.tolerance_for("loss", Kind::Float, Kind::Double),
+            Tolerance::for_pair(Kind::Float, Kind::Double)
+        );
+        let tuned = case()
+            .tolerance(wide, "why")
+            .tensor_tolerance("grad.", grad, "why");
+        assert_eq!(
+            tuned.tolerance_for("grad.fc.weight", Kind::Float, Kind::Double),
+            grad
+        );
+        assert_eq!(
+            tuned.tolerance_for("param.fc.weight", Kind::Float, Kind::Double),
+            wide
+        );
+    }
+
+    #[test]
+    fn one_case_per_dtype_with_the_dtype_in_later_names() {
+        let cases = case().for_dtypes(&[Kind::Float, Kind::BFloat16]);
+        let names: Vec<(&str, Kind)> = cases.iter().map(|c| (c.name(), c.kind())).collect();
+        assert_eq!(
+            names,
+            [("net", Kind::Float), ("net-bfloat16", Kind::BFloat16)]
+        );
+    }
+
+    #[test]
+    fn batches_convert_floating_tensors_only() {
+        let batch = Batch::new([
+            ("x", Tensor::from_slice(&[1.5f64, 2.5])),
+            ("y", Tensor::from_slice(&[1i64, 0])),
+        ]);
+        let moved = batch.to(tch::Device::Cpu, Kind::Half).unwrap();
+        assert_eq!(moved.get("x").kind(), Kind::Half);
+        assert_eq!(moved.get("y").kind(), Kind::Int64);
     }
 }

@@ -33,50 +33,51 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
     let mut trainer = Trainer::new(case, device, case.kind(), &state.weights()?)?;
     trainer.run_step(0)?;
     trainer.run_step(1)?;
-    let warnings = capture.warnings();
+    let messages: Vec<String> = capture.warnings().into_iter().map(|w| w.message).collect();
     drop(capture);
+    Ok(verdict(device, &messages, &case.accepted_fallbacks))
+}
+
+/// The verdict on the warnings a device's steps raised: fails on any operator
+/// that fell back to the CPU and is not in `accepted`.
+pub fn verdict(device: DeviceSpec, warnings: &[String], accepted: &[String]) -> Verdict {
     let fell_back: BTreeSet<String> = warnings
         .iter()
-        .filter_map(|w| fallback_operator(&w.message))
+        .filter_map(|w| fallback_operator(w))
         .map(str::to_owned)
         .collect();
-    let (accepted, refused): (Vec<&String>, Vec<&String>) = fell_back
+    let (allowed, refused): (Vec<&String>, Vec<&String>) = fell_back
         .iter()
-        .partition(|op| case.accepted_fallbacks.iter().any(|a| a == *op));
+        .partition(|op| accepted.iter().any(|a| a == *op));
     let metrics = json!({
         "fell_back": fell_back,
-        "accepted": case.accepted_fallbacks,
-        "warnings": warnings.iter().map(|w| crate::cause::torch_message(&w.message)).collect::<Vec<_>>(),
+        "accepted": accepted,
+        "warnings": warnings.iter().map(|w| crate::cause::torch_message(w)).collect::<Vec<_>>(),
         "fallback_enabled": std::env::var("PYTORCH_ENABLE_MPS_FALLBACK").ok(),
     });
-    if !refused.is_empty() {
-        let list = refused
-            .iter()
+    let list = |ops: &[&String]| {
+        ops.iter()
             .map(|s| s.as_str())
             .collect::<Vec<_>>()
-            .join(", ");
-        return Ok(Verdict::fail(
+            .join(", ")
+    };
+    if !refused.is_empty() {
+        return Verdict::fail(
             format!(
-                "{} operator(s) fell back to the CPU on {device}: {list} — accept them with \
+                "{} operator(s) fell back to the CPU on {device}: {} — accept them with \
                  `Case::accept_fallbacks` if that is intended",
-                refused.len()
+                refused.len(),
+                list(&refused)
             ),
             metrics,
-        ));
+        );
     }
-    let message = match (device, accepted.is_empty()) {
+    let message = match (device, allowed.is_empty()) {
         (DeviceSpec::Mps, true) => "no operator fell back to the CPU".to_owned(),
-        (DeviceSpec::Mps, false) => format!(
-            "only accepted fallbacks: {}",
-            accepted
-                .iter()
-                .map(|s| s.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        (DeviceSpec::Mps, false) => format!("only accepted fallbacks: {}", list(&allowed)),
         _ => format!("{device} has no CPU fallback: every operator ran natively"),
     };
-    Ok(Verdict::pass(message, metrics))
+    Verdict::pass(message, metrics)
 }
 
 #[cfg(test)]

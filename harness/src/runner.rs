@@ -35,6 +35,8 @@ pub struct Options {
     pub devices: Option<Vec<DeviceSpec>>,
     /// Timing budget per timing trial.
     pub timing: TimingBudget,
+    /// Repeat every batch this many times along its first dimension (1: as the case says).
+    pub batch_multiplier: Option<i64>,
 }
 
 const USAGE: &str = "devcheck options (before or among the libtest options):
@@ -42,7 +44,8 @@ const USAGE: &str = "devcheck options (before or among the libtest options):
   --faults          include the planted-fault cases
   --snapshots DIR   directory of the reviewed readback snapshots (env DEVCHECK_SNAPSHOTS)
   --device D        run only on device D (cpu, cuda:N, mps); repeatable
-  --timing-ms N     time budget of each timing trial in milliseconds (default 1500)";
+  --timing-ms N     time budget of each timing trial in milliseconds (default 1500)
+  --batch-multiplier N  repeat every batch N times along its first dimension";
 
 impl Options {
     /// Splits devcheck's options from libtest's; errors name the bad argument.
@@ -81,6 +84,15 @@ impl Options {
                         format!("`--timing-ms` takes a whole number of milliseconds, got `{text}`")
                     })?;
                     options.timing.max_time = std::time::Duration::from_millis(ms);
+                }
+                "--batch-multiplier" => {
+                    let text = value("--batch-multiplier")?;
+                    let times: i64 = text.parse().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                        format!(
+                            "`--batch-multiplier` takes a whole number of at least 1, got `{text}`"
+                        )
+                    })?;
+                    options.batch_multiplier = Some(times);
                 }
                 "--devcheck-help" => return Err(USAGE.to_owned()),
                 _ => rest.push(arg.clone()),
@@ -306,6 +318,10 @@ pub fn run_with(cases: Vec<Case>, options: Options, libtest_args: Vec<String>) -
     let selected: Vec<Case> = cases
         .into_iter()
         .filter(|c| options.faults || c.fault().is_none())
+        .map(|c| match options.batch_multiplier {
+            Some(times) => c.batch_multiplier(times),
+            None => c,
+        })
         .collect();
     let total = selected.len() * Check::ALL.len() * slots.len();
     let progress = (!arguments.list

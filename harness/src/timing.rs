@@ -130,6 +130,7 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
         "honest": honest_s,
         "device_events": device_s,
         "honest_over_naive": ratio,
+        "honest_over_device_events": device_s.map(|d| honest_s.median_ms / d.median_ms),
         "batch_size": batch.tensors.first().and_then(|(_, t)| t.size().first().copied()),
     });
     if let Some(problem) = broken(&naive, &honest, &device_ms) {
@@ -146,7 +147,11 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
         honest.len()
     );
     if let Some(d) = device_s {
-        message.push_str(&format!("; device events {:.3} ms", d.median_ms));
+        message.push_str(&format!(
+            "; device events {:.3} ms (synchronized/events {:.3})",
+            d.median_ms,
+            honest_s.median_ms / d.median_ms
+        ));
     }
     Ok(Verdict::pass(message, metrics))
 }

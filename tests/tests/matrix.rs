@@ -45,7 +45,7 @@ fn planted_faults_fail_exactly_their_checks_and_the_report_is_complete() {
     let report = read_report(&report_path);
     assert_eq!(report["complete"], true);
     let trials = report["trials"].as_array().unwrap();
-    assert_eq!(trials.len(), 10 * 6, "ten cases × six checks on cpu");
+    assert_eq!(trials.len(), 11 * 6, "eleven cases × six checks on cpu");
 
     let failed: BTreeSet<String> = trials
         .iter()
@@ -74,7 +74,18 @@ fn planted_faults_fail_exactly_their_checks_and_the_report_is_complete() {
     }
     assert_eq!(failed, expected);
     assert_eq!(report["totals"]["failed"], expected.len());
-    assert_eq!(report["totals"]["passed"], 60 - expected.len());
+    assert_eq!(report["totals"]["passed"], 66 - expected.len());
+    // An untracked read is visible only to CUDA's sync-debug mode: on the CPU the
+    // tracked wrappers are the only evidence, and this fault has none.
+    let untracked = trials
+        .iter()
+        .find(|t| t["name"] == "fault-untracked-sync::readbacks::cpu")
+        .unwrap();
+    assert_eq!(untracked["outcome"], "passed");
+    assert_eq!(
+        untracked["metrics"]["sync_debug"],
+        "not available on this device"
+    );
 
     for trial in trials {
         let message = trial["message"].as_str().unwrap();
@@ -173,6 +184,33 @@ fn ignored_trials_carry_their_reason_into_the_report() {
     assert_eq!(
         cpu["metrics"]["shapes"]["input.images"],
         serde_json::json!([64, 3, 32, 32])
+    );
+}
+
+#[test]
+fn the_batch_multiplier_repeats_every_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let report_path = dir.path().join("report.json");
+    let output = matrix(&[
+        "--device",
+        "cpu",
+        "--batch-multiplier",
+        "3",
+        "cnn::placement::cpu",
+        "--report",
+        report_path.to_str().unwrap(),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report = read_report(&report_path);
+    let trial = &report["trials"][0];
+    assert_eq!(trial["metrics"]["batch_size"], 64 * 3);
+    assert_eq!(
+        trial["metrics"]["shapes"]["input.labels"],
+        serde_json::json!([192])
     );
 }
 

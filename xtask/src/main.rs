@@ -3,6 +3,7 @@
 //! It never links libtorch: it provisions libtorch first, then builds and runs
 //! the crates that need it with the right environment.
 
+mod bundle;
 mod libtorch;
 
 use std::path::PathBuf;
@@ -33,6 +34,12 @@ enum Task {
     },
     /// Run the device matrix: built-in cases × devices × checks, with a JSON report.
     Matrix(MatrixArgs),
+    /// Build the matrix into a folder that runs where there is no cargo (a GPU host).
+    GpuBundle {
+        /// The folder to create.
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Run the whole suite: rustfmt, clippy, unit, lint, snapshot and end-to-end tests.
     Test {
         /// Arguments passed to `cargo test` after the workspace selection.
@@ -100,6 +107,35 @@ fn run(task: Task) -> Result<ExitCode> {
             status(&mut command)
         }
         Task::Matrix(args) => matrix(&args),
+        Task::GpuBundle { out } => {
+            let torch = setup()?;
+            let mut build = cargo(Some(&torch));
+            build.args(["build", "--release", "--package", "devcheck"]);
+            for binary in bundle::BINARIES {
+                build.args(["--bin", binary]);
+            }
+            if status(&mut build)? != ExitCode::SUCCESS {
+                bail!("building the bundle's binaries failed");
+            }
+            let root = workspace_root();
+            let target = std::env::var_os("CARGO_TARGET_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| root.join("target"));
+            let size = bundle::assemble(
+                &root,
+                &target.join("release"),
+                &out,
+                true,
+                git_commit(&root).as_deref(),
+            )?;
+            eprintln!(
+                "devcheck: bundle in {} ({:.1} MiB): run `{}/run.sh --report report.json`",
+                out.display(),
+                size as f64 / 1048576.0,
+                out.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Task::Test { args } => test(&args),
         Task::BenchLint { paths } => {
             let mut command = cargo(None);

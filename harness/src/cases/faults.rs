@@ -15,6 +15,7 @@ pub fn cases() -> Vec<Case> {
     vec![
         placement(),
         readbacks(),
+        untracked_sync(),
         tolerance(),
         memory(),
         panic(),
@@ -128,6 +129,44 @@ fn readbacks() -> Case {
         Box::new(ChattyLogger { mlp })
     })
     .readback_budget(1)
+}
+
+/// Logs the loss with a plain `double_value`, bypassing the tracked wrappers:
+/// only CUDA's sync-debug mode can see it (and names its line).
+struct UntrackedLogger {
+    mlp: Mlp,
+    last: f64,
+}
+
+impl Model for UntrackedLogger {
+    fn step(&mut self, batch: &Batch) -> Result<StepOutput, TchError> {
+        let logits = self.mlp.logits(batch.get("features"))?;
+        let loss = cross_entropy(&logits, batch.get("labels"))?;
+        descend(&mut self.mlp.optimizer, &loss)?;
+        self.last = loss.double_value(&[]);
+        Ok(StepOutput {
+            outputs: vec![("logits".into(), logits)],
+            loss,
+        })
+    }
+
+    fn state(&self) -> Named {
+        self.mlp.optimizer.state()
+    }
+}
+
+fn untracked_sync() -> Case {
+    case(
+        "fault-untracked-sync",
+        Fault::Check(Check::Readbacks),
+        |mlp| {
+            Box::new(UntrackedLogger {
+                mlp,
+                last: f64::NAN,
+            })
+        },
+    )
+    .describe("an untracked double_value in the step: caught where sync-debug mode exists (CUDA)")
 }
 
 /// Softmax written as exp(x) / sum(exp(x)) on logits scaled to the hundreds:
