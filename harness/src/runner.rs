@@ -299,9 +299,15 @@ pub fn run_with(cases: Vec<Case>, options: Options, libtest_args: Vec<String>) -
     };
     let (environment, found) = environment;
     let slots = select_devices(found, options.devices.as_deref());
-    let snapshots = options.snapshots.clone().or_else(|| {
-        std::env::var_os("CARGO_MANIFEST_DIR").map(|d| PathBuf::from(d).join("snapshots"))
-    });
+    // Absolute: insta resolves a relative snapshot path against the source file
+    // of the assertion (inside devcheck), not against the working directory.
+    let snapshots = options
+        .snapshots
+        .clone()
+        .or_else(|| {
+            std::env::var_os("CARGO_MANIFEST_DIR").map(|d| PathBuf::from(d).join("snapshots"))
+        })
+        .map(|dir| std::path::absolute(&dir).unwrap_or(dir));
     if std::env::var_os("INSTA_WORKSPACE_ROOT").is_none() {
         if let Ok(cwd) = std::env::current_dir() {
             // insta otherwise asks cargo, which may not exist where the matrix runs.

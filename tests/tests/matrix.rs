@@ -215,6 +215,26 @@ fn the_batch_multiplier_repeats_every_batch() {
 }
 
 #[test]
+fn a_relative_snapshot_dir_is_taken_from_the_working_directory() {
+    let output = command("devcheck", "devcheck-matrix")
+        .args([
+            "--device",
+            "cpu",
+            "--snapshots",
+            "snapshots/matrix",
+            "classifier::readbacks::cpu",
+        ])
+        .env("CI", "true")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
 fn bad_options_are_refused_before_anything_runs() {
     let output = matrix(&["--device", "tpu:0"]);
     assert_eq!(output.status.code(), Some(2));
