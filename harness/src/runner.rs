@@ -457,6 +457,8 @@ fn ensure_mps_fallback_enabled() {
     if std::env::var("PYTORCH_ENABLE_MPS_FALLBACK").as_deref() == Ok("1") {
         return;
     }
+    // Before any other libtorch call, as everywhere (see `crate::init`).
+    let _ = crate::init();
     if !shim::backend_info(shim::Backend::Mps)
         .map(|m| m.available)
         .unwrap_or(false)
