@@ -43,6 +43,7 @@ struct Cli {
 enum Format {
     Human,
     Json,
+    Sarif,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -105,6 +106,10 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     let report = lint_paths(&cli.paths, &config);
     let text = match cli.format {
         Format::Json => render::json(&report),
+        Format::Sarif => {
+            let cwd = std::env::current_dir().context("cannot read the current directory")?;
+            render::sarif(&report, &cwd, &render::source_root(&cwd))
+        }
         Format::Human => {
             let color = match cli.color {
                 ColorChoice::Always => true,

@@ -1,9 +1,11 @@
 //! Printing a [`Report`]: rustc-style text through annotate-snippets (the
-//! renderer rustc itself uses), or JSON.
+//! renderer rustc itself uses), JSON, or SARIF for code-scanning tools.
 
 mod human;
+mod sarif;
 
 pub use human::human;
+pub use sarif::{sarif, source_root, SARIF_SCHEMA};
 
 use crate::Report;
 
