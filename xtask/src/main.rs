@@ -4,6 +4,7 @@
 //! the crates that need it with the right environment.
 
 mod bundle;
+mod hook;
 mod libtorch;
 
 use std::path::PathBuf;
@@ -50,6 +51,12 @@ enum Task {
     BenchLint {
         /// Files or directories (default: the cargo registry sources).
         paths: Vec<PathBuf>,
+    },
+    /// Install a git pre-commit hook that runs devcheck-lint on the staged Rust files.
+    InstallHook {
+        /// Replace an existing pre-commit hook that is not devcheck's.
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -149,6 +156,11 @@ fn run(task: Task) -> Result<ExitCode> {
             ]);
             command.args(paths);
             status(&mut command)
+        }
+        Task::InstallHook { force } => {
+            let hook = hook::install(&workspace_root(), force)?;
+            eprintln!("devcheck: installed {}", hook.display());
+            Ok(ExitCode::SUCCESS)
         }
     }
 }
