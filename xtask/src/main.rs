@@ -98,16 +98,7 @@ fn run(task: Task) -> Result<ExitCode> {
         }
         Task::Doctor { json } => {
             let torch = setup()?;
-            let mut command = cargo(Some(&torch));
-            command.args([
-                "run",
-                "--quiet",
-                "--package",
-                "devcheck",
-                "--bin",
-                "devcheck-doctor",
-                "--",
-            ]);
+            let mut command = harness_binary(&torch, "devcheck-doctor");
             if json {
                 command.arg("--json");
             }
@@ -175,16 +166,7 @@ fn setup() -> Result<Libtorch> {
 fn matrix(args: &MatrixArgs) -> Result<ExitCode> {
     let torch = setup()?;
     let root = workspace_root();
-    let mut command = cargo(Some(&torch));
-    command.args([
-        "run",
-        "--quiet",
-        "--package",
-        "devcheck",
-        "--bin",
-        "devcheck-matrix",
-        "--",
-    ]);
+    let mut command = harness_binary(&torch, "devcheck-matrix");
     let report = if args.report.is_absolute() {
         args.report.clone()
     } else {
@@ -255,6 +237,22 @@ fn test(test_args: &[String]) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `cargo run` of one of the harness's binaries, with libtorch's environment;
+/// its arguments follow.
+fn harness_binary(torch: &Libtorch, bin: &str) -> Command {
+    let mut command = cargo(Some(torch));
+    command.args([
+        "run",
+        "--quiet",
+        "--package",
+        "devcheck",
+        "--bin",
+        bin,
+        "--",
+    ]);
+    command
 }
 
 /// A cargo command in the workspace root, with libtorch's environment when given.
