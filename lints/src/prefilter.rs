@@ -73,12 +73,18 @@ pub struct TooDeep {
     pub line: usize,
 }
 
-/// Scans for bracket nesting or prefix-operator runs deeper than
-/// [`MAX_NESTING`], skipping comments, strings and character literals.
+/// Scans for bracket nesting, generic angle-bracket nesting or
+/// prefix-operator runs deeper than [`MAX_NESTING`], skipping comments,
+/// strings and character literals.
+///
+/// A `<` may be a comparison or a shift that never closes, so angle depth
+/// counts only within one list element or statement: `,`, `;`, `{` and `}`
+/// reset it. `->` and `=>` do not close a `<`.
 pub fn check_nesting(text: &str) -> Result<(), TooDeep> {
     let bytes = text.as_bytes();
     let mut depth = 0usize;
     let mut prefix_run = 0usize;
+    let mut angle_depth = 0usize;
     let mut line = 1usize;
     let mut i = 0usize;
     while i < bytes.len() {
@@ -112,6 +118,18 @@ pub fn check_nesting(text: &str) -> Result<(), TooDeep> {
                 i = skip_char_literal(bytes, i);
                 continue;
             }
+            _ => {}
+        }
+        match b {
+            b'<' => {
+                angle_depth += 1;
+                if angle_depth > MAX_NESTING {
+                    return Err(TooDeep { line });
+                }
+            }
+            b'>' if i > 0 && matches!(bytes[i - 1], b'-' | b'=') => {}
+            b'>' => angle_depth = angle_depth.saturating_sub(1),
+            b',' | b';' | b'{' | b'}' => angle_depth = 0,
             _ => {}
         }
         if matches!(b, b'-' | b'!' | b'*' | b'&') {
@@ -282,5 +300,30 @@ mod tests {
             "- ".repeat(MAX_NESTING + 1)
         );
         assert_eq!(check_nesting(&unary), Err(TooDeep { line: 3 }));
+    }
+
+    #[test]
+    fn deep_generics_are_refused_but_comparisons_and_shifts_are_not() {
+        let generics = format!(
+            "fn f() {{
+ let x: {}u8{} = 0;
+}}",
+            "Vec<".repeat(MAX_NESTING + 1),
+            ">".repeat(MAX_NESTING + 1)
+        );
+        assert_eq!(check_nesting(&generics), Err(TooDeep { line: 2 }));
+        let returns = format!(
+            "type F = {}u8{};",
+            "Box<dyn Fn() -> ".repeat(MAX_NESTING + 1),
+            ">".repeat(MAX_NESTING + 1)
+        );
+        assert_eq!(check_nesting(&returns), Err(TooDeep { line: 1 }));
+        let table = format!(
+            "const M: [u32; 2000] = [{}];
+fn g() {{ {} }}",
+            "1 << 3, ".repeat(2000),
+            "if a < b { c(); } ".repeat(2000)
+        );
+        assert_eq!(check_nesting(&table), Ok(()));
     }
 }

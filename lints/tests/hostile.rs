@@ -150,6 +150,22 @@ fn nesting_fifty_thousand_deep_is_refused_not_a_crash() {
             )),
         ),
         (
+            "generic arguments",
+            in_a_loop(format!(
+                "let x: {}u8{} = t.double_value(&[]);",
+                "Vec<".repeat(DEPTH),
+                ">".repeat(DEPTH)
+            )),
+        ),
+        (
+            "closure return types",
+            in_a_loop(format!(
+                "let g: {}u8{} = t.double_value(&[]);",
+                "Box<dyn Fn() -> ".repeat(DEPTH),
+                ">".repeat(DEPTH)
+            )),
+        ),
+        (
             "closure blocks",
             in_a_loop(format!(
                 "let g = {}t.double_value(&[]){};",

@@ -33,7 +33,7 @@ pub(crate) fn analyze_source(
         return Err((
             Some(deep.line),
             format!(
-                "nesting is deeper than {} levels (brackets or prefix operators); the file was not linted",
+                "nesting is deeper than {} levels (brackets, generic arguments or prefix operators); the file was not linted",
                 prefilter::MAX_NESTING
             ),
         ));
