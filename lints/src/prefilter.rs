@@ -132,7 +132,19 @@ pub fn check_nesting(text: &str) -> Result<(), TooDeep> {
             b',' | b';' | b'{' | b'}' => angle_depth = 0,
             _ => {}
         }
-        if matches!(b, b'-' | b'!' | b'*' | b'&') {
+        // Closures and `return`/`break` nest like prefix operators: syn
+        // recurses once for each of `return || return || ...`.
+        if is_word_start(bytes, i) {
+            let end = i + bytes[i..]
+                .iter()
+                .position(|&c| !is_ident_byte(c))
+                .unwrap_or(bytes.len() - i);
+            if EXPRESSION_PREFIX_WORDS.contains(&&bytes[i..end]) {
+                i = end;
+                continue;
+            }
+        }
+        if matches!(b, b'-' | b'!' | b'*' | b'&' | b'|') {
             prefix_run += 1;
             if prefix_run > MAX_NESTING {
                 return Err(TooDeep { line });
@@ -143,6 +155,20 @@ pub fn check_nesting(text: &str) -> Result<(), TooDeep> {
         i += 1;
     }
     Ok(())
+}
+
+/// Keywords that may start a nested expression without a bracket; they
+/// neither count towards nor end a run of prefix operators.
+const EXPRESSION_PREFIX_WORDS: &[&[u8]] = &[
+    b"return", b"break", b"move", b"async", b"yield", b"static", b"mut",
+];
+
+fn is_ident_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+fn is_word_start(bytes: &[u8], i: usize) -> bool {
+    (bytes[i].is_ascii_alphabetic() || bytes[i] == b'_') && (i == 0 || !is_ident_byte(bytes[i - 1]))
 }
 
 fn skip_block_comment(bytes: &[u8], start: usize, line: &mut usize) -> usize {
@@ -325,5 +351,19 @@ fn g() {{ {} }}",
             "if a < b { c(); } ".repeat(2000)
         );
         assert_eq!(check_nesting(&table), Ok(()));
+    }
+
+    #[test]
+    fn returned_closures_count_as_prefix_runs() {
+        let closures = format!(
+            "fn f() {{
+ let g = {}1; }}",
+            "return || ".repeat(MAX_NESTING)
+        );
+        assert_eq!(check_nesting(&closures), Err(TooDeep { line: 2 }));
+        let ordinary = "fn f() { let ok = a || b || c; let g = move |x| x + 1; return g; }
+"
+        .repeat(MAX_NESTING);
+        assert_eq!(check_nesting(&ordinary), Ok(()));
     }
 }

@@ -166,6 +166,13 @@ fn nesting_fifty_thousand_deep_is_refused_not_a_crash() {
             )),
         ),
         (
+            "returned closures",
+            in_a_loop(format!(
+                "let g = {}t.double_value(&[]);",
+                "return || ".repeat(DEPTH)
+            )),
+        ),
+        (
             "closure blocks",
             in_a_loop(format!(
                 "let g = {}t.double_value(&[]){};",
