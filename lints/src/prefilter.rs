@@ -85,6 +85,9 @@ pub fn check_nesting(text: &str) -> Result<(), TooDeep> {
     let mut depth = 0usize;
     let mut prefix_run = 0usize;
     let mut angle_depth = 0usize;
+    // Whether the last token seen can be followed by an operand, where a
+    // `|` opens closure parameters rather than being an operator.
+    let mut operand_expected = true;
     let mut line = 1usize;
     let mut i = 0usize;
     while i < bytes.len() {
@@ -108,14 +111,17 @@ pub fn check_nesting(text: &str) -> Result<(), TooDeep> {
             }
             b'"' => {
                 i = skip_string(bytes, i + 1, &mut line);
+                operand_expected = false;
                 continue;
             }
             b'r' if is_raw_string_start(bytes, i) => {
                 i = skip_raw_string(bytes, i + 1, &mut line);
+                operand_expected = false;
                 continue;
             }
             b'\'' => {
                 i = skip_char_literal(bytes, i);
+                operand_expected = false;
                 continue;
             }
             _ => {}
@@ -140,11 +146,45 @@ pub fn check_nesting(text: &str) -> Result<(), TooDeep> {
                 .position(|&c| !is_ident_byte(c))
                 .unwrap_or(bytes.len() - i);
             if EXPRESSION_PREFIX_WORDS.contains(&&bytes[i..end]) {
+                operand_expected = true;
                 i = end;
                 continue;
             }
         }
-        if matches!(b, b'-' | b'!' | b'*' | b'&' | b'|') {
+        if b == b'|' && operand_expected {
+            // Closure parameters, however spelled, are one nesting level.
+            let close = memchr::memchr(b'|', &bytes[i + 1..]).map_or(bytes.len(), |n| i + 1 + n);
+            line += memchr::memchr_iter(b'\n', &bytes[i + 1..close]).count();
+            prefix_run += 1;
+            if prefix_run > MAX_NESTING {
+                return Err(TooDeep { line });
+            }
+            i = close + 1;
+            continue;
+        }
+        if !b.is_ascii_whitespace() {
+            operand_expected = matches!(
+                b,
+                b'=' | b'('
+                    | b'['
+                    | b'{'
+                    | b','
+                    | b';'
+                    | b':'
+                    | b'!'
+                    | b'-'
+                    | b'*'
+                    | b'&'
+                    | b'<'
+                    | b'>'
+                    | b'+'
+                    | b'/'
+                    | b'%'
+                    | b'^'
+                    | b'|'
+            );
+        }
+        if matches!(b, b'-' | b'!' | b'*' | b'&') {
             prefix_run += 1;
             if prefix_run > MAX_NESTING {
                 return Err(TooDeep { line });
@@ -331,9 +371,7 @@ mod tests {
     #[test]
     fn deep_generics_are_refused_but_comparisons_and_shifts_are_not() {
         let generics = format!(
-            "fn f() {{
- let x: {}u8{} = 0;
-}}",
+            "fn f() {{\n let x: {}u8{} = 0;\n}}",
             "Vec<".repeat(MAX_NESTING + 1),
             ">".repeat(MAX_NESTING + 1)
         );
@@ -345,8 +383,7 @@ mod tests {
         );
         assert_eq!(check_nesting(&returns), Err(TooDeep { line: 1 }));
         let table = format!(
-            "const M: [u32; 2000] = [{}];
-fn g() {{ {} }}",
+            "const M: [u32; 2000] = [{}];\nfn g() {{ {} }}",
             "1 << 3, ".repeat(2000),
             "if a < b { c(); } ".repeat(2000)
         );
@@ -355,12 +392,19 @@ fn g() {{ {} }}",
 
     #[test]
     fn returned_closures_count_as_prefix_runs() {
-        let closures = format!(
-            "fn f() {{
- let g = {}1; }}",
-            "return || ".repeat(MAX_NESTING)
-        );
-        assert_eq!(check_nesting(&closures), Err(TooDeep { line: 2 }));
+        for level in [
+            "return || ",
+            "|x| -",
+            "|x| return ",
+            "move |(a, b): (u8, u8)| ",
+        ] {
+            let closures = format!("fn f() {{\n let g = {}1; }}", level.repeat(MAX_NESTING + 1));
+            assert_eq!(
+                check_nesting(&closures),
+                Err(TooDeep { line: 2 }),
+                "{level}"
+            );
+        }
         let ordinary = "fn f() { let ok = a || b || c; let g = move |x| x + 1; return g; }
 "
         .repeat(MAX_NESTING);

@@ -173,6 +173,13 @@ fn nesting_fifty_thousand_deep_is_refused_not_a_crash() {
             )),
         ),
         (
+            "closures returning negations",
+            in_a_loop(format!(
+                "let g = {}t.double_value(&[]);",
+                "|x| -".repeat(DEPTH)
+            )),
+        ),
+        (
             "closure blocks",
             in_a_loop(format!(
                 "let g = {}t.double_value(&[]){};",
