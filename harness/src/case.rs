@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tch::nn::VarStore;
 use tch::{Kind, TchError, Tensor};
@@ -145,6 +146,7 @@ pub struct Case {
     pub(crate) memory: MemoryLimits,
     pub(crate) fault: Option<Fault>,
     pub(crate) batch_multiplier: i64,
+    pub(crate) time_limit: Option<Duration>,
 }
 
 impl Case {
@@ -170,6 +172,7 @@ impl Case {
             memory: MemoryLimits::default(),
             fault: None,
             batch_multiplier: 1,
+            time_limit: None,
         }
     }
 
@@ -262,6 +265,13 @@ impl Case {
         self
     }
 
+    /// How long one trial of this case may run before it is failed as hung
+    /// (default: the runner's `--trial-timeout`, 300 s).
+    pub fn time_limit(mut self, limit: Duration) -> Self {
+        self.time_limit = Some(limit);
+        self
+    }
+
     /// Marks the case as a planted fault (run only with `--faults`).
     pub fn planted(mut self, fault: Fault) -> Self {
         self.fault = Some(fault);
@@ -271,6 +281,11 @@ impl Case {
     /// The case's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The case's own trial time limit, if it set one.
+    pub fn trial_time_limit(&self) -> Option<Duration> {
+        self.time_limit
     }
 
     /// The case's dtype.
@@ -291,6 +306,52 @@ impl Case {
             .map(|t| t.tolerance)
             .or(self.tolerance)
             .unwrap_or_else(|| Tolerance::for_pair(actual, expected))
+    }
+
+    /// What is wrong with a case's settings, one line per problem (empty: fine).
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        let name = &self.name;
+        if name.is_empty() || name.contains("::") || name.chars().any(char::is_whitespace) {
+            problems.push(format!(
+                "case `{name}`: a case name must be non-empty, without `::` or spaces (it names trials)"
+            ));
+        }
+        let mut tolerances: Vec<(String, Tolerance)> = Vec::new();
+        if let Some(t) = self.tolerance {
+            tolerances.push(("tolerance".to_owned(), t));
+        }
+        for t in &self.tensor_tolerances {
+            tolerances.push((format!("tolerance for `{}`", t.pattern), t.tolerance));
+        }
+        for (what, t) in tolerances {
+            for (field, value) in [("rtol", t.rtol), ("atol", t.atol)] {
+                if !(value.is_finite() && value >= 0.0) {
+                    problems.push(format!(
+                        "case `{name}`: {what} has {field} = {value}; it must be a finite number ≥ 0"
+                    ));
+                }
+            }
+        }
+        let memory = self.memory;
+        if !(memory.max_growth.is_finite() && memory.max_growth >= 0.0) {
+            problems.push(format!(
+                "case `{name}`: memory max_growth = {}; it must be a finite number ≥ 0",
+                memory.max_growth
+            ));
+        }
+        if memory.epochs < 2 || memory.steps_per_epoch < 1 {
+            problems.push(format!(
+                "case `{name}`: the memory check needs at least 2 epochs of at least 1 step, got {} × {}",
+                memory.epochs, memory.steps_per_epoch
+            ));
+        }
+        if self.time_limit == Some(Duration::ZERO) {
+            problems.push(format!(
+                "case `{name}`: a time limit of 0 s lets no trial run"
+            ));
+        }
+        problems
     }
 }
 
@@ -344,6 +405,37 @@ mod tests {
             tuned.tolerance_for("param.fc.weight", Kind::Float, Kind::Double),
             wide
         );
+    }
+
+    #[test]
+    fn bad_settings_are_named_one_line_each() {
+        let bad = Tolerance {
+            rtol: -1e-3,
+            atol: f64::NAN,
+            equal_nan: false,
+        };
+        let strange = case()
+            .tolerance(bad, "why")
+            .memory(MemoryLimits {
+                epochs: 1,
+                steps_per_epoch: 2,
+                max_growth: f64::INFINITY,
+            })
+            .time_limit(Duration::ZERO);
+        assert_eq!(
+            strange.problems(),
+            [
+                "case `net`: tolerance has rtol = -0.001; it must be a finite number ≥ 0",
+                "case `net`: tolerance has atol = NaN; it must be a finite number ≥ 0",
+                "case `net`: memory max_growth = inf; it must be a finite number ≥ 0",
+                "case `net`: the memory check needs at least 2 epochs of at least 1 step, got 1 × 2",
+                "case `net`: a time limit of 0 s lets no trial run",
+            ]
+        );
+        let mut renamed = case();
+        renamed.name = "a::b".into();
+        assert_eq!(renamed.problems().len(), 1);
+        assert!(case().problems().is_empty());
     }
 
     #[test]

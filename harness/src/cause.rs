@@ -16,7 +16,25 @@ pub fn torch_message(raw: &str) -> String {
         .map(str::trim)
         .find(|l| !l.is_empty())
         .unwrap_or("");
+    if first.contains("out of memory") {
+        return shorten(&out_of_memory(first));
+    }
     shorten(first)
+}
+
+/// The figures of an out-of-memory message without its standard advice, which
+/// would crowd them out of a one-line cause.
+fn out_of_memory(message: &str) -> String {
+    const ADVICE: [&str; 2] = ["If reserved but unallocated", "See documentation for"];
+    let cut = ADVICE
+        .iter()
+        .filter_map(|a| message.find(a))
+        .min()
+        .unwrap_or(message.len());
+    message[..cut]
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Shortens to [`MAX_CAUSE`] characters on a character boundary.
@@ -108,6 +126,24 @@ mod tests {
         assert_eq!(
             torch_message(raw),
             "mat1 and mat2 shapes cannot be multiplied (64x4096 and 4000x10)"
+        );
+    }
+
+    #[test]
+    fn out_of_memory_keeps_its_figures_and_drops_the_advice() {
+        let raw = "CUDA out of memory. Tried to allocate 4096.00 PiB. GPU 0 has a total capacity \
+                   of 79.19 GiB of which 78.61 GiB is free. Of the allocated memory 17.03 MiB is \
+                   allocated by PyTorch, and 2.00 MiB is reserved by PyTorch but unallocated. If \
+                   reserved but unallocated memory is large try setting \
+                   PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See \
+                   documentation for Memory Management  \
+                   (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)\n\
+                   Exception raised from malloc at /pytorch/c10/cuda/CUDACachingAllocator.cpp:1";
+        assert_eq!(
+            torch_message(raw),
+            "CUDA out of memory. Tried to allocate 4096.00 PiB. GPU 0 has a total capacity of \
+             79.19 GiB of which 78.61 GiB is free. Of the allocated memory 17.03 MiB is allocated \
+             by PyTorch, and 2.00 MiB is reserved by PyTorch but unallocated."
         );
     }
 

@@ -452,7 +452,7 @@ fn kind_name(kind: Kind) -> &'static str {
 }
 
 /// A float as Python's `repr` writes it, so that messages match `assert_close`'s.
-fn python_float(value: f64) -> String {
+pub(crate) fn python_float(value: f64) -> String {
     if value.is_nan() {
         return "nan".to_string();
     }

@@ -75,6 +75,15 @@ pub struct Totals {
     pub ignored: usize,
 }
 
+/// How a run was cut short.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Interruption {
+    /// What stopped it (`a termination signal (SIGINT, SIGTERM or SIGHUP)`).
+    pub by: String,
+    /// Trials running at that moment: they have no record.
+    pub in_flight: Vec<String>,
+}
+
 /// The whole report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -82,6 +91,13 @@ pub struct Report {
     pub schema: u32,
     /// False while the run is still going or was interrupted: trials may be missing.
     pub complete: bool,
+    /// Set when the run was interrupted: the report holds the trials that ended before.
+    #[serde(default)]
+    pub interrupted: Option<Interruption>,
+    /// Every case the run planned (before filters), so that reports of
+    /// partitions and machines can be checked to be of the same cases.
+    #[serde(default)]
+    pub cases: Vec<String>,
     /// Where it ran.
     pub environment: RunEnvironment,
     /// Totals over `trials`.
@@ -96,6 +112,8 @@ impl Report {
         Self {
             schema: SCHEMA,
             complete: false,
+            interrupted: None,
+            cases: Vec::new(),
             environment,
             totals: Totals::default(),
             trials: Vec::new(),

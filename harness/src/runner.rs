@@ -5,8 +5,9 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use libtest_mimic::{Arguments, Completion, Trial};
 use serde_json::json;
@@ -17,7 +18,7 @@ use crate::device::{self, DeviceSlot, DeviceSpec};
 use crate::environment::Environment;
 use crate::error::TrialError;
 use crate::placement::kind_name;
-use crate::report::{Outcome, Report, RunEnvironment, TrialRecord};
+use crate::report::{Interruption, Outcome, Report, RunEnvironment, TrialRecord};
 use crate::timing::TimingBudget;
 use crate::tolerance::{self, Trajectory};
 use crate::{fallback, memory, placement, readbacks, shim, timing};
@@ -37,6 +38,41 @@ pub struct Options {
     pub timing: TimingBudget,
     /// Repeat every batch this many times along its first dimension (1: as the case says).
     pub batch_multiplier: Option<i64>,
+    /// Longest a trial may run before it is failed as hung, unless its case sets
+    /// its own limit (also `DEVCHECK_TRIAL_TIMEOUT`, in seconds; default 300 s).
+    pub trial_timeout: Option<Duration>,
+    /// Write the report as `<dir>/<host>-<pid>.json`, one file per process: for
+    /// cargo-nextest, which runs every trial in a process of its own (also
+    /// `DEVCHECK_REPORT_DIR`). Join the files with `cargo xtask merge`.
+    pub report_dir: Option<PathBuf>,
+    /// Save each case's tensors per device as safetensors under this directory.
+    pub dump: Option<PathBuf>,
+    /// What to do when a filter matches no trial.
+    pub no_tests: NoTests,
+}
+
+/// What to do when a filter matches no trial (cargo-nextest's `--no-tests`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum NoTests {
+    /// An error before anything runs (what `cargo xtask matrix` asks for).
+    Fail,
+    /// A warning, and success: `cargo test FILTER` hands its filter to every
+    /// test binary, so a harness in a test target must not fail on another's filter.
+    #[default]
+    Warn,
+    /// Silent success.
+    Pass,
+}
+
+/// The default per-trial time limit.
+pub const DEFAULT_TRIAL_TIMEOUT: Duration = Duration::from_secs(300);
+
+fn parse_seconds(flag: &str, text: &str) -> Result<Duration, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| format!("`{flag}` takes a number of seconds greater than 0, got `{text}`"))
 }
 
 const USAGE: &str = "devcheck options (before or among the libtest options):
@@ -44,15 +80,30 @@ const USAGE: &str = "devcheck options (before or among the libtest options):
   --faults          include the planted-fault cases
   --snapshots DIR   directory of the reviewed readback snapshots (env DEVCHECK_SNAPSHOTS)
   --device D        run only on device D (cpu, cuda:N, mps); repeatable
+  --report-dir DIR  write the report as DIR/<host>-<pid>.json, a file per process,
+                    for cargo-nextest (env DEVCHECK_REPORT_DIR); join with `cargo xtask merge`
+  --faults          include the planted-fault cases
+  --snapshots DIR   directory of the reviewed readback snapshots (env DEVCHECK_SNAPSHOTS)
+  --device D        run only on device D (cpu, cuda:N, mps); repeatable
   --timing-ms N     time budget of each timing trial in milliseconds (default 1500)
-  --batch-multiplier N  repeat every batch N times along its first dimension";
+  --batch-multiplier N  repeat every batch N times along its first dimension
+  --trial-timeout S fail a trial still running after S seconds as hung (default 300;
+                    env DEVCHECK_TRIAL_TIMEOUT); a case's own limit wins
+  --dump DIR        save outputs, loss, gradients and parameters of every step as
+                    DIR/<case>/<device>.safetensors (compare with `cargo xtask compare`)
+  --no-tests WHAT   when a filter matches no trial: fail, warn (default) or pass";
 
 impl Options {
     /// Splits devcheck's options from libtest's; errors name the bad argument.
     pub fn parse(args: &[String]) -> Result<(Options, Vec<String>), String> {
         let mut options = Options {
             report: std::env::var_os("DEVCHECK_REPORT").map(PathBuf::from),
+            report_dir: std::env::var_os("DEVCHECK_REPORT_DIR").map(PathBuf::from),
             snapshots: std::env::var_os("DEVCHECK_SNAPSHOTS").map(PathBuf::from),
+            trial_timeout: match std::env::var("DEVCHECK_TRIAL_TIMEOUT") {
+                Ok(text) => Some(parse_seconds("DEVCHECK_TRIAL_TIMEOUT", &text)?),
+                Err(_) => None,
+            },
             ..Options::default()
         };
         let mut rest = Vec::new();
@@ -69,7 +120,10 @@ impl Options {
                     .ok_or_else(|| format!("`{name}` needs a value\n\n{USAGE}"))
             };
             match flag {
-                "--report" => options.report = Some(PathBuf::from(value("--report")?)),
+                "--report" => {
+                    options.report = Some(PathBuf::from(value("--report")?));
+                    options.report_dir = None;
+                }
                 "--snapshots" => options.snapshots = Some(PathBuf::from(value("--snapshots")?)),
                 "--faults" => options.faults = true,
                 "--device" => {
@@ -80,8 +134,8 @@ impl Options {
                 }
                 "--timing-ms" => {
                     let text = value("--timing-ms")?;
-                    let ms: u64 = text.parse().map_err(|_| {
-                        format!("`--timing-ms` takes a whole number of milliseconds, got `{text}`")
+                    let ms: u64 = text.parse().ok().filter(|ms| *ms > 0).ok_or_else(|| {
+                        format!("`--timing-ms` takes a whole number of milliseconds greater than 0, got `{text}`")
                     })?;
                     options.timing.max_time = std::time::Duration::from_millis(ms);
                 }
@@ -94,11 +148,42 @@ impl Options {
                     })?;
                     options.batch_multiplier = Some(times);
                 }
+                "--report-dir" => {
+                    options.report_dir = Some(PathBuf::from(value("--report-dir")?));
+                    options.report = None;
+                }
+                "--dump" => options.dump = Some(PathBuf::from(value("--dump")?)),
+                "--trial-timeout" => {
+                    let text = value("--trial-timeout")?;
+                    options.trial_timeout = Some(parse_seconds("--trial-timeout", &text)?);
+                }
+                "--no-tests" => {
+                    options.no_tests = match value("--no-tests")?.as_str() {
+                        "fail" => NoTests::Fail,
+                        "warn" => NoTests::Warn,
+                        "pass" => NoTests::Pass,
+                        other => {
+                            return Err(format!(
+                                "`--no-tests` takes `fail`, `warn` or `pass`, got `{other}`"
+                            ))
+                        }
+                    };
+                }
                 "--devcheck-help" => return Err(USAGE.to_owned()),
                 _ => rest.push(arg.clone()),
             }
         }
         Ok((options, rest))
+    }
+
+    /// Where this process writes its report, if anywhere (`--report-dir` wins
+    /// over `DEVCHECK_REPORT`; the last of `--report` and `--report-dir` wins).
+    pub fn report_path(&self) -> Option<PathBuf> {
+        if let Some(dir) = &self.report_dir {
+            let host = gethostname::gethostname().to_string_lossy().into_owned();
+            return Some(dir.join(format!("{host}-{}.json", std::process::id())));
+        }
+        self.report.clone()
     }
 }
 
@@ -111,6 +196,10 @@ pub struct CaseState {
     cpu_same_dtype: Mutex<Option<Result<Trajectory, String>>>,
     snapshots: Option<PathBuf>,
     timing: TimingBudget,
+    time_limit: Duration,
+    dump: Option<PathBuf>,
+    /// The trial that hung, if one did: its thread still runs and may hold this state.
+    hung: Mutex<Option<String>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -145,6 +234,7 @@ fn cached<T>(
 impl CaseState {
     /// Shared state for `case`.
     pub fn new(case: Case, snapshots: Option<PathBuf>, timing: TimingBudget) -> Self {
+        let time_limit = case.trial_time_limit().unwrap_or(DEFAULT_TRIAL_TIMEOUT);
         Self {
             case,
             weights: Mutex::new(None),
@@ -152,7 +242,29 @@ impl CaseState {
             cpu_same_dtype: Mutex::new(None),
             snapshots,
             timing,
+            time_limit,
+            dump: None,
+            hung: Mutex::new(None),
         }
+    }
+
+    /// The runner's time limit, where the case sets none.
+    fn with_default_time_limit(mut self, limit: Option<Duration>) -> Self {
+        if self.case.trial_time_limit().is_none() {
+            self.time_limit = limit.unwrap_or(DEFAULT_TRIAL_TIMEOUT);
+        }
+        self
+    }
+
+    /// Saves each device's trajectory under `dir` (see [`Options::dump`]).
+    fn with_dump(mut self, dir: Option<PathBuf>) -> Self {
+        self.dump = dir;
+        self
+    }
+
+    /// Where the tolerance check saves trajectories, if it does.
+    pub fn dump_dir(&self) -> Option<&PathBuf> {
+        self.dump.as_ref()
     }
 
     /// The case's initial weights (made once).
@@ -192,6 +304,97 @@ impl CaseState {
     /// The timing budget.
     pub fn timing_budget(&self) -> TimingBudget {
         self.timing
+    }
+}
+
+fn failed_record(
+    case: &Case,
+    check: Check,
+    device: DeviceSpec,
+    message: String,
+    started: Instant,
+) -> TrialRecord {
+    TrialRecord {
+        name: trial_name(case, check, device),
+        case: case.name().to_owned(),
+        check,
+        device: device.to_string(),
+        dtype: kind_name(case.kind()).to_owned(),
+        outcome: Outcome::Failed,
+        message,
+        metrics: json!({}),
+        duration_ms: started.elapsed().as_secs_f64() * 1e3,
+    }
+}
+
+fn seconds(duration: Duration) -> String {
+    let s = duration.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0} s")
+    } else {
+        format!("{s} s")
+    }
+}
+
+/// Runs one trial on a thread of its own under the case's time limit. A trial
+/// still running at the limit is failed as hung and its thread abandoned (Rust
+/// cannot stop a thread); the case's later trials are failed at once, since
+/// that thread may still hold the case's shared state.
+fn execute_with_limit(state: &Arc<CaseState>, check: Check, device: DeviceSpec) -> TrialRecord {
+    let started = Instant::now();
+    if let Some(hung) = lock(&state.hung).clone() {
+        return failed_record(
+            &state.case,
+            check,
+            device,
+            format!("not run: `{hung}` of this case hung, and its thread may still hold the case"),
+            started,
+        );
+    }
+    let (sender, receiver) = mpsc::channel();
+    let worker = {
+        let state = Arc::clone(state);
+        std::thread::Builder::new()
+            .name(trial_name(&state.case, check, device))
+            // As much stack as a main thread: autograd of deep models recurses.
+            .stack_size(8 << 20)
+            .spawn(move || {
+                let _ = sender.send(execute(&state, check, device));
+            })
+    };
+    if let Err(error) = worker {
+        return failed_record(
+            &state.case,
+            check,
+            device,
+            format!("could not start the trial's thread: {error}"),
+            started,
+        );
+    }
+    match receiver.recv_timeout(state.time_limit) {
+        Ok(record) => record,
+        Err(RecvTimeoutError::Timeout) => {
+            let name = trial_name(&state.case, check, device);
+            *lock(&state.hung) = Some(name);
+            failed_record(
+                &state.case,
+                check,
+                device,
+                format!(
+                    "timed out: still running after {}, the time limit (a hang?); \
+                     raise it with `--trial-timeout` or `Case::time_limit`",
+                    seconds(state.time_limit)
+                ),
+                started,
+            )
+        }
+        Err(RecvTimeoutError::Disconnected) => failed_record(
+            &state.case,
+            check,
+            device,
+            "the trial's thread ended without a verdict".to_owned(),
+            started,
+        ),
     }
 }
 
@@ -244,15 +447,41 @@ struct Sink {
     report: Mutex<Report>,
     path: Option<PathBuf>,
     progress: Option<indicatif::ProgressBar>,
+    running: Mutex<Vec<String>>,
 }
 
 impl Sink {
+    fn start(&self, name: &str) {
+        lock(&self.running).push(name.to_owned());
+    }
+
     fn record(&self, record: TrialRecord) {
         let mut report = lock(&self.report);
+        lock(&self.running).retain(|n| *n != record.name);
         report.push(record);
         self.save(&report);
         if let Some(bar) = &self.progress {
             bar.inc(1);
+        }
+    }
+
+    /// Marks the report interrupted and saves it: called on SIGINT/SIGTERM/SIGHUP.
+    fn interrupt(&self) {
+        let mut report = lock(&self.report);
+        report.interrupted = Some(Interruption {
+            by: "a termination signal (SIGINT, SIGTERM or SIGHUP)".to_owned(),
+            in_flight: lock(&self.running).clone(),
+        });
+        self.save(&report);
+        if let Some(bar) = &self.progress {
+            bar.abandon();
+        }
+        if let Some(path) = &self.path {
+            eprintln!(
+                "\ndevcheck: interrupted; {} trials recorded in {} (marked incomplete)",
+                report.trials.len(),
+                path.display()
+            );
         }
     }
 
@@ -281,7 +510,19 @@ pub fn run(cases: Vec<Case>) -> ExitCode {
 }
 
 /// Runs the cases: every case × check × device, as libtest-mimic trials.
+///
+/// Bad configuration (a case with impossible settings, two cases of one name, a
+/// filter that matches nothing under `--no-tests fail`, a report that cannot be
+/// written) is refused with exit code 2 before any trial runs.
 pub fn run_with(cases: Vec<Case>, options: Options, libtest_args: Vec<String>) -> ExitCode {
+    let problems = configuration_problems(&cases);
+    if !problems.is_empty() {
+        for problem in &problems {
+            eprintln!("error: {problem}");
+        }
+        eprintln!("devcheck: nothing was run");
+        return ExitCode::from(2);
+    }
     ensure_mps_fallback_enabled();
     let program = std::env::args()
         .next()
@@ -315,20 +556,58 @@ pub fn run_with(cases: Vec<Case>, options: Options, libtest_args: Vec<String>) -
         }
     }
 
-    let report = Report::new(RunEnvironment {
+    let mut report = Report::new(RunEnvironment {
         torch_version: environment.libtorch_version.clone(),
         libtorch: environment,
         git_commit: git_commit(),
         host: gethostname::gethostname().to_string_lossy().into_owned(),
     });
     let selected: Vec<Case> = cases
-        .into_iter()
+        .iter()
         .filter(|c| options.faults || c.fault().is_none())
         .map(|c| match options.batch_multiplier {
-            Some(times) => c.batch_multiplier(times),
-            None => c,
+            Some(times) => c.clone().batch_multiplier(times),
+            None => c.clone(),
         })
         .collect();
+    report.cases = selected.iter().map(|c| c.name().to_owned()).collect();
+
+    if let Some(filter) = &arguments.filter {
+        let matched = selected.iter().any(|case| {
+            Check::ALL.iter().any(|check| {
+                slots.iter().any(|slot| {
+                    let name = trial_name(case, *check, slot.device);
+                    if arguments.exact {
+                        name == *filter
+                    } else {
+                        name.contains(filter.as_str())
+                    }
+                })
+            })
+        });
+        if !matched && options.no_tests != NoTests::Pass {
+            let message = no_match_message(filter, &cases, &selected, &slots);
+            if options.no_tests == NoTests::Fail {
+                eprintln!("error: {message}");
+                return ExitCode::from(2);
+            }
+            eprintln!("warning: {message}");
+        }
+    }
+
+    let report_path = options.report_path();
+    if let Some(path) = &report_path {
+        if !arguments.list {
+            if let Err(error) = report.write(path) {
+                eprintln!(
+                    "error: cannot write the report to {}: {error}\ndevcheck: nothing was run",
+                    path.display()
+                );
+                return ExitCode::from(2);
+            }
+        }
+    }
+
     let total = selected.len() * Check::ALL.len() * slots.len();
     let progress = (!arguments.list
         && std::io::stderr().is_terminal()
@@ -344,13 +623,30 @@ pub fn run_with(cases: Vec<Case>, options: Options, libtest_args: Vec<String>) -
     });
     let sink = Arc::new(Sink {
         report: Mutex::new(report),
-        path: options.report.clone(),
+        path: if arguments.list { None } else { report_path },
         progress,
+        running: Mutex::new(Vec::new()),
     });
+    if sink.path.is_some() {
+        let on_signal = Arc::clone(&sink);
+        let installed = ctrlc::try_set_handler(move || {
+            on_signal.interrupt();
+            exit_now(130);
+        });
+        if let Err(error) = installed {
+            // Another handler (the embedding program's) stays in charge; the report
+            // is still rewritten after every trial, so it stays valid JSON.
+            eprintln!("warning: no interrupt handler for the report ({error})");
+        }
+    }
 
     let mut trials = Vec::with_capacity(total);
     for case in selected {
-        let state = Arc::new(CaseState::new(case, snapshots.clone(), options.timing));
+        let state = Arc::new(
+            CaseState::new(case, snapshots.clone(), options.timing)
+                .with_default_time_limit(options.trial_timeout)
+                .with_dump(options.dump.clone()),
+        );
         for check in Check::ALL {
             for slot in &slots {
                 trials.push(make_trial(&state, check, slot, &sink, &arguments));
@@ -377,6 +673,78 @@ pub fn run_with(cases: Vec<Case>, options: Options, libtest_args: Vec<String>) -
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Ends the process at once, without running libtorch's static destructors
+/// while a trial's thread may still be inside libtorch.
+fn exit_now(code: i32) -> ! {
+    #[cfg(unix)]
+    // SAFETY: `_exit` ends the process; nothing after it runs.
+    unsafe {
+        libc::_exit(code)
+    }
+    #[cfg(not(unix))]
+    std::process::exit(code)
+}
+
+/// Every problem of the cases' settings, and names used twice.
+fn configuration_problems(cases: &[Case]) -> Vec<String> {
+    let mut problems: Vec<String> = cases.iter().flat_map(Case::problems).collect();
+    let mut seen = std::collections::BTreeSet::new();
+    for case in cases {
+        if !seen.insert(case.name()) {
+            problems.push(format!(
+                "two cases are named `{}`: trial names and snapshots would collide",
+                case.name()
+            ));
+        }
+    }
+    problems
+}
+
+/// Why a filter matched nothing, with what there is and the nearest case name.
+fn no_match_message(filter: &str, all: &[Case], selected: &[Case], slots: &[DeviceSlot]) -> String {
+    let names = |cases: &[Case]| {
+        cases
+            .iter()
+            .map(|c| c.name().to_owned())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut message = format!("no trial matches the filter `{filter}`");
+    let _ = std::fmt::Write::write_fmt(
+        &mut message,
+        format_args!(
+            "\n  trials are named <case>::<check>::<device>\n  cases: {}\n  checks: {}\n  devices: {}",
+            names(selected),
+            Check::ALL.map(|c| c.name()).join(", "),
+            slots
+                .iter()
+                .map(|s| s.device.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    );
+    let head = filter.split("::").find(|p| !p.is_empty()).unwrap_or(filter);
+    let nearest = all
+        .iter()
+        .map(|c| (strsim::jaro_winkler(head, c.name()), c))
+        .filter(|(score, _)| *score >= 0.85)
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    if let Some((_, case)) = nearest {
+        if case.fault().is_some() && !selected.iter().any(|c| c.name() == case.name()) {
+            let _ = std::fmt::Write::write_fmt(
+                &mut message,
+                format_args!("\n  `{}` is a planted fault: add `--faults`", case.name()),
+            );
+        } else if case.name() != head {
+            let _ = std::fmt::Write::write_fmt(
+                &mut message,
+                format_args!("\n  did you mean `{}`?", case.name()),
+            );
+        }
+    }
+    message
 }
 
 fn make_trial(
@@ -410,7 +778,8 @@ fn make_trial(
     }
     let (state, sink, device) = (Arc::clone(state), Arc::clone(sink), slot.device);
     Trial::test(name, move || {
-        let record = execute(&state, check, device);
+        sink.start(&trial_name(&state.case, check, device));
+        let record = execute_with_limit(&state, check, device);
         let failure = (record.outcome == Outcome::Failed).then(|| record.message.clone());
         sink.record(record);
         match failure {
@@ -439,7 +808,7 @@ fn select_devices(found: Vec<DeviceSlot>, wanted: Option<&[DeviceSpec]>) -> Vec<
         .collect()
 }
 
-fn git_commit() -> Option<String> {
+pub(crate) fn git_commit() -> Option<String> {
     if let Ok(commit) = std::env::var("DEVCHECK_GIT_COMMIT") {
         return Some(commit);
     }
@@ -520,6 +889,57 @@ mod tests {
         assert!(error.starts_with("`--report` needs a value"), "{error}");
         let error = Options::parse(&strings(&["--timing-ms", "soon"])).unwrap_err();
         assert!(error.contains("got `soon`"), "{error}");
+    }
+
+    #[test]
+    fn impossible_settings_stop_the_run_before_anything_runs() {
+        let case = || {
+            Case::new(
+                "net",
+                |_vs| Err(tch::TchError::Kind("never built".into())),
+                |_step| Err(tch::TchError::Kind("never made".into())),
+            )
+        };
+        let negative = crate::compare::Tolerance {
+            rtol: -0.5,
+            atol: 0.0,
+            equal_nan: false,
+        };
+        let cases = vec![case().tolerance(negative, "why"), case()];
+        assert_eq!(
+            configuration_problems(&cases),
+            [
+                "case `net`: tolerance has rtol = -0.5; it must be a finite number ≥ 0",
+                "two cases are named `net`: trial names and snapshots would collide",
+            ]
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let report = dir.path().join("report.json");
+        let options = Options {
+            report: Some(report.clone()),
+            ..Options::default()
+        };
+        assert_eq!(run_with(cases, options, Vec::new()), ExitCode::from(2));
+        assert!(!report.exists(), "nothing ran, nothing written");
+    }
+
+    #[test]
+    fn time_limits_and_report_dirs_parse() {
+        let (options, _) = Options::parse(&strings(&[
+            "--trial-timeout",
+            "2.5",
+            "--report-dir",
+            "parts",
+            "--no-tests=fail",
+        ]))
+        .unwrap();
+        assert_eq!(options.trial_timeout, Some(Duration::from_millis(2500)));
+        assert_eq!(options.no_tests, NoTests::Fail);
+        let path = options.report_path().unwrap();
+        assert_eq!(path.parent(), Some(std::path::Path::new("parts")));
+        assert!(path
+            .to_string_lossy()
+            .ends_with(&format!("-{}.json", std::process::id())));
     }
 
     #[test]

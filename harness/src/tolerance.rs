@@ -103,6 +103,19 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
     let reference = state.reference()?;
     let weights = state.weights()?;
     let candidate = trajectory(case, device, case.kind(), &weights)?;
+    let dumped = match state.dump_dir() {
+        Some(dir) => Some(
+            crate::dump::write_trajectory(
+                dir,
+                case.name(),
+                device,
+                kind_name(case.kind()),
+                &candidate,
+            )
+            .map_err(|e| TrialError::Case(format!("cannot write the dump: {e}")))?,
+        ),
+        None => None,
+    };
     let last = candidate.len() - 1;
     let final_step = compare_step(case, &candidate[last], &reference[last])?;
     let drift: Vec<f64> = candidate
@@ -142,6 +155,7 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
         "worst_abs_diff_vs_cpu_same_dtype": same_dtype_cpu,
         "reduced_precision": reduced,
         "override_reason": case.tolerance_reason,
+        "dump": dumped,
     });
     let drift_text = format!(
         "worst difference per step {}",

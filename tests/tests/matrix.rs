@@ -45,7 +45,7 @@ fn planted_faults_fail_exactly_their_checks_and_the_report_is_complete() {
     let report = read_report(&report_path);
     assert_eq!(report["complete"], true);
     let trials = report["trials"].as_array().unwrap();
-    assert_eq!(trials.len(), 11 * 6, "eleven cases × six checks on cpu");
+    assert_eq!(trials.len(), 14 * 6, "fourteen cases × six checks on cpu");
 
     let failed: BTreeSet<String> = trials
         .iter()
@@ -60,7 +60,13 @@ fn planted_faults_fail_exactly_their_checks_and_the_report_is_complete() {
     ]
     .map(String::from)
     .into();
-    for crash in ["fault-panic", "fault-error"] {
+    for crash in [
+        "fault-panic",
+        "fault-error",
+        "fault-unsupported",
+        "fault-oom",
+        "fault-hang",
+    ] {
         for check in [
             "placement",
             "tolerance",
@@ -74,7 +80,37 @@ fn planted_faults_fail_exactly_their_checks_and_the_report_is_complete() {
     }
     assert_eq!(failed, expected);
     assert_eq!(report["totals"]["failed"], expected.len());
-    assert_eq!(report["totals"]["passed"], 66 - expected.len());
+    assert_eq!(report["totals"]["passed"], 84 - expected.len());
+    let message = |name: &str| {
+        trials
+            .iter()
+            .find(|t| t["name"] == name)
+            .and_then(|t| t["message"].as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    // Each way a case can die ends as its own one-line cause.
+    assert!(
+        message("fault-oom::placement::cpu").contains("DefaultCPUAllocator: can't allocate memory"),
+        "{}",
+        message("fault-oom::placement::cpu")
+    );
+    assert!(
+        message("fault-unsupported::placement::cpu").contains("not implemented for 'Bool'"),
+        "{}",
+        message("fault-unsupported::placement::cpu")
+    );
+    assert_eq!(
+        message("fault-hang::placement::cpu"),
+        "timed out: still running after 3 s, the time limit (a hang?); raise it with \
+         `--trial-timeout` or `Case::time_limit`"
+    );
+    assert_eq!(
+        message("fault-hang::memory::cpu"),
+        "not run: `fault-hang::placement::cpu` of this case hung, and its thread may still hold the case"
+    );
+    assert!(report["interrupted"].is_null());
+    assert_eq!(report["cases"].as_array().unwrap().len(), 14);
     // An untracked read is visible only to CUDA's sync-debug mode: on the CPU the
     // tracked wrappers are the only evidence, and this fault has none.
     let untracked = trials
@@ -240,4 +276,201 @@ fn bad_options_are_refused_before_anything_runs() {
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("unknown device `tpu:0`"), "{stderr}");
+}
+
+#[test]
+fn a_report_path_that_cannot_be_written_is_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "not a directory").unwrap();
+    let report = file.join("report.json");
+    let output = matrix(&["--report", report.to_str().unwrap(), "cnn::placement::cpu"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "error: cannot write the report to {}",
+            report.display()
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("nothing was run"), "{stderr}");
+    assert!(!stderr.contains("test result"), "{stderr}");
+}
+
+#[test]
+fn a_filter_that_matches_nothing_names_the_cases() {
+    let output = matrix(&["clasifier::", "--no-tests", "fail"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("error: no trial matches the filter `clasifier::`"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("cases: classifier, cnn, transformer, lstm"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("did you mean `classifier`?"), "{stderr}");
+
+    let output = matrix(&["fault-oom", "--no-tests", "fail"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("`fault-oom` is a planted fault: add `--faults`"),
+        "{stderr}"
+    );
+
+    // Without `--no-tests fail` (as under `cargo test FILTER`, which hands the
+    // filter to every test binary) it is a warning, as libtest would say nothing.
+    let output = matrix(&["clasifier::"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("warning: no trial matches"), "{stderr}");
+}
+
+#[test]
+fn bad_limits_are_refused_before_anything_runs() {
+    for (args, message) in [
+        (
+            ["--timing-ms", "0"],
+            "`--timing-ms` takes a whole number of milliseconds greater than 0, got `0`",
+        ),
+        (
+            ["--trial-timeout", "-5"],
+            "`--trial-timeout` takes a number of seconds greater than 0, got `-5`",
+        ),
+        (
+            ["--trial-timeout", "NaN"],
+            "`--trial-timeout` takes a number of seconds greater than 0, got `NaN`",
+        ),
+        (
+            ["--no-tests", "maybe"],
+            "`--no-tests` takes `fail`, `warn` or `pass`, got `maybe`",
+        ),
+    ] {
+        let output = matrix(&args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn a_report_dir_gets_one_report_per_process() {
+    let dir = tempfile::tempdir().unwrap();
+    for filter in ["cnn::placement::cpu", "lstm::placement::cpu"] {
+        let output = matrix(&[
+            "--device",
+            "cpu",
+            "--exact",
+            filter,
+            "--report-dir",
+            dir.path().to_str().unwrap(),
+        ]);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| {
+            let report = read_report(&entry.unwrap().path());
+            assert_eq!(report["complete"], true);
+            assert_eq!(report["cases"].as_array().unwrap().len(), 4);
+            assert_eq!(report["trials"].as_array().unwrap().len(), 1);
+            report["trials"][0]["name"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    names.sort();
+    assert_eq!(names, ["cnn::placement::cpu", "lstm::placement::cpu"]);
+}
+
+/// Starts every case's placement trial on the CPU, faults included, and waits
+/// until the hanging fault's trial (the last) is in flight, with the twelve
+/// before it recorded. It hangs for its 3 s limit: time to send a signal.
+#[cfg(unix)]
+fn start_then_wait_for_the_hang(report: &std::path::Path) -> std::process::Child {
+    let mut child = command("devcheck", "devcheck-matrix")
+        .args([
+            "--faults",
+            "--device",
+            "cpu",
+            "::placement::cpu",
+            "--report",
+        ])
+        .arg(report)
+        .env_remove("DEVCHECK_REPORT")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let text = std::fs::read_to_string(report).unwrap_or_default();
+        if text.contains("\"fault-oom::placement::cpu\"") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first trials never finished"
+        );
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the matrix ended early: {status}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    child
+}
+
+#[cfg(unix)]
+fn signal(child: &std::process::Child, name: &str) {
+    let status = std::process::Command::new("kill")
+        .args([&format!("-{name}"), &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[cfg(unix)]
+#[test]
+fn an_interrupted_run_leaves_a_valid_report_marked_partial() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report.json");
+    let mut child = start_then_wait_for_the_hang(&path);
+    signal(&child, "INT");
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let report = read_report(&path);
+    assert_eq!(report["complete"], false);
+    assert_eq!(
+        report["interrupted"]["in_flight"],
+        serde_json::json!(["fault-hang::placement::cpu"])
+    );
+    let trials = report["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), 13, "every trial that ended before the signal");
+    assert_eq!(trials[12]["name"], "fault-oom::placement::cpu");
+    assert_eq!(
+        report["totals"]["passed"].as_u64().unwrap() + report["totals"]["failed"].as_u64().unwrap(),
+        13
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_killed_run_still_leaves_valid_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report.json");
+    let mut child = start_then_wait_for_the_hang(&path);
+    signal(&child, "KILL");
+    let _ = child.wait().unwrap();
+    let report = read_report(&path);
+    assert_eq!(report["complete"], false);
+    assert!(report["interrupted"].is_null(), "no chance to say so");
+    assert_eq!(report["trials"].as_array().unwrap().len(), 13);
+    let leftovers = std::fs::read_dir(dir.path()).unwrap().count();
+    assert_eq!(leftovers, 1, "only the report; no half-written temp file");
 }

@@ -20,6 +20,9 @@ pub fn cases() -> Vec<Case> {
         memory(),
         panic(),
         error(),
+        unsupported(),
+        out_of_memory(),
+        hang(),
     ]
 }
 
@@ -276,4 +279,93 @@ fn error() -> Case {
         mlp_batch,
     )
     .planted(Fault::Crash)
+}
+
+/// Multiplies boolean masks with `matmul`, which libtorch does not implement
+/// for `bool`: an unsupported operator.
+struct Unsupported {
+    mlp: Mlp,
+}
+
+impl Model for Unsupported {
+    fn step(&mut self, batch: &Batch) -> Result<StepOutput, TchError> {
+        let mask = batch.get("features").f_gt(0.0)?;
+        let _overlap = mask.f_matmul(&mask.f_tr()?)?;
+        let logits = self.mlp.logits(batch.get("features"))?;
+        let loss = cross_entropy(&logits, batch.get("labels"))?;
+        Ok(StepOutput {
+            outputs: vec![("logits".into(), logits)],
+            loss,
+        })
+    }
+}
+
+fn unsupported() -> Case {
+    case("fault-unsupported", Fault::Crash, |mlp| {
+        Box::new(Unsupported { mlp })
+    })
+}
+
+/// Materializes attention scores for 2^29 tokens, (2^29)² float32 = 1 EiB (2 EiB
+/// in float64): more than any device (or address space) holds, so the
+/// allocation fails at once, touching nothing.
+struct OutOfMemory {
+    mlp: Mlp,
+}
+
+impl Model for OutOfMemory {
+    fn step(&mut self, batch: &Batch) -> Result<StepOutput, TchError> {
+        let features = batch.get("features");
+        let tokens = 1i64 << 29;
+        let _scores = Tensor::f_empty([tokens, tokens], (features.kind(), features.device()))?;
+        let logits = self.mlp.logits(features)?;
+        let loss = cross_entropy(&logits, batch.get("labels"))?;
+        Ok(StepOutput {
+            outputs: vec![("logits".into(), logits)],
+            loss,
+        })
+    }
+}
+
+fn out_of_memory() -> Case {
+    case("fault-oom", Fault::Crash, |mlp| {
+        Box::new(OutOfMemory { mlp })
+    })
+}
+
+/// Waits for a batch from a loader whose worker died without closing its
+/// channel: the step never returns.
+struct Hang {
+    mlp: Mlp,
+    _worker: std::sync::mpsc::Sender<Tensor>,
+    batches: std::sync::mpsc::Receiver<Tensor>,
+}
+
+impl Model for Hang {
+    fn step(&mut self, batch: &Batch) -> Result<StepOutput, TchError> {
+        let features = self
+            .batches
+            .recv()
+            .map_err(|e| TchError::Kind(format!("the loader is gone: {e}")))?;
+        let logits = self.mlp.logits(&features)?;
+        let loss = cross_entropy(&logits, batch.get("labels"))?;
+        Ok(StepOutput {
+            outputs: vec![("logits".into(), logits)],
+            loss,
+        })
+    }
+}
+
+fn hang() -> Case {
+    case("fault-hang", Fault::Crash, |mlp| {
+        let (worker, batches) = std::sync::mpsc::channel();
+        Box::new(Hang {
+            mlp,
+            _worker: worker,
+            batches,
+        })
+    })
+    // Short, so that `--faults` stays quick: the first trial hangs, and the case's
+    // other trials are failed at once.
+    .time_limit(std::time::Duration::from_secs(3))
 }
