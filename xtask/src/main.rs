@@ -7,77 +7,19 @@ mod bundle;
 mod hook;
 mod libtorch;
 
-use std::path::PathBuf;
-use std::process::{Command, ExitCode};
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
 
 use anyhow::{bail, Context, Result};
-use clap::{Parser, Subcommand};
+use clap::Parser;
 
 use libtorch::Libtorch;
-
-/// devcheck's tasks. Every task provisions libtorch first (fast once done).
-#[derive(Parser)]
-#[command(name = "cargo xtask", bin_name = "cargo xtask", version, about)]
-struct Cli {
-    #[command(subcommand)]
-    task: Task,
-}
-
-#[derive(Subcommand)]
-enum Task {
-    /// Find or provision libtorch 2.11 and print which one is used.
-    Setup,
-    /// Report backends (built / available / devices), versions, host and flags.
-    Doctor {
-        /// Print one JSON object instead of the table.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Run the device matrix: built-in cases × devices × checks, with a JSON report.
-    Matrix(MatrixArgs),
-    /// Build the matrix into a folder that runs where there is no cargo (a GPU host).
-    GpuBundle {
-        /// The folder to create.
-        #[arg(long)]
-        out: PathBuf,
-    },
-    /// Run the whole suite: rustfmt, clippy, unit, lint, snapshot and end-to-end tests.
-    Test {
-        /// Arguments passed to `cargo test` after the workspace selection.
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
-    /// Time devcheck-lint against a bare parallel syn parse of the same files.
-    BenchLint {
-        /// Files or directories (default: the cargo registry sources).
-        paths: Vec<PathBuf>,
-    },
-    /// Install a git pre-commit hook that runs devcheck-lint on the staged Rust files.
-    InstallHook {
-        /// Replace an existing pre-commit hook that is not devcheck's.
-        #[arg(long)]
-        force: bool,
-    },
-}
-
-#[derive(clap::Args)]
-struct MatrixArgs {
-    /// Where to write the JSON report.
-    #[arg(long, default_value = "target/devcheck/report.json")]
-    report: PathBuf,
-    /// Also run the planted-fault cases (they must fail their own check).
-    #[arg(long)]
-    faults: bool,
-    /// Run only trials whose name contains this (`cnn::`, `::tolerance::`, `::cuda:0`).
-    #[arg(long)]
-    filter: Option<String>,
-    /// Run only on this device (cpu, cuda:N, mps); repeatable.
-    #[arg(long = "device", value_name = "DEVICE")]
-    devices: Vec<String>,
-    /// Arguments for the test runner itself (`--list`, `--exact`, `--format terse`, …).
-    #[arg(last = true)]
-    runner_args: Vec<String>,
-}
+use xtask::cli::{Cli, MatrixArgs, MergeArgs, SummaryFormat, Task};
+use xtask::device_matrix::DeviceMatrix;
+use xtask::merge::{merge, Input};
+use xtask::report::{self, Report};
+use xtask::summary;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -105,6 +47,7 @@ fn run(task: Task) -> Result<ExitCode> {
             status(&mut command)
         }
         Task::Matrix(args) => matrix(&args),
+        Task::Merge(args) => merge_reports(&args),
         Task::GpuBundle { out } => {
             let torch = setup()?;
             let mut build = cargo(Some(&torch));
@@ -191,10 +134,86 @@ fn matrix(args: &MatrixArgs) -> Result<ExitCode> {
     if let Some(commit) = git_commit(&root) {
         command.env("DEVCHECK_GIT_COMMIT", commit);
     }
-    status(&mut command)
+    let Some(format) = args.summary else {
+        return status(&mut command);
+    };
+    // stdout carries only the summary, so `>> "$GITHUB_STEP_SUMMARY"` takes
+    // nothing else; the matrix's own output goes to stderr.
+    let stderr = std::io::stderr()
+        .as_fd()
+        .try_clone_to_owned()
+        .context("cannot duplicate stderr for the matrix's output")?;
+    command.stdout(Stdio::from(stderr));
+    let code = status(&mut command)?;
+    // A failed matrix still has a report worth summarizing; keep its exit code.
+    match report::load(&report) {
+        Ok(report) => print!("{}", render(format, &report)),
+        Err(error) => {
+            eprintln!("error: no summary: {error}");
+            println!(
+                "### devcheck: no report\n\nThe matrix wrote no report at `{}`; see the job's log.",
+                args.report.display()
+            );
+        }
+    }
+    Ok(code)
 }
 
-fn git_commit(root: &std::path::Path) -> Option<String> {
+fn render(format: SummaryFormat, report: &Report) -> String {
+    match format {
+        SummaryFormat::Markdown => summary::markdown(report),
+    }
+}
+
+/// Pure JSON work: no libtorch, so it runs in a CI job with no torch.
+fn merge_reports(args: &MergeArgs) -> Result<ExitCode> {
+    let refuse = |error: &dyn std::fmt::Display| {
+        eprintln!("error: {error}");
+        Ok(ExitCode::from(2))
+    };
+    let mut inputs = Vec::with_capacity(args.reports.len());
+    for path in &args.reports {
+        match report::load(path) {
+            Ok(report) => inputs.push(Input {
+                name: path.display().to_string(),
+                report,
+            }),
+            Err(error) => return refuse(&error),
+        }
+    }
+    let merged = match merge(&inputs) {
+        Ok(merged) => merged,
+        Err(error) => return refuse(&error),
+    };
+    for warning in &merged.warnings {
+        eprintln!("warning: {warning}");
+    }
+    write_atomically(&args.out, &merged.report)
+        .with_context(|| format!("cannot write {}", args.out.display()))?;
+    eprint!("{}", DeviceMatrix::new(&merged.report).table());
+    eprintln!("merged report: {}", args.out.display());
+    if let Some(format) = args.summary {
+        print!("{}", render(format, &merged.report));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A reader sees the old file or the new one, never half of one.
+fn write_atomically(path: &Path, report: &Report) -> Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir)?;
+    let mut file = tempfile::NamedTempFile::new_in(dir)?;
+    serde_json::to_writer_pretty(&mut file, report)?;
+    std::io::Write::write_all(&mut file, b"\n")?;
+    file.as_file().sync_all()?;
+    file.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+fn git_commit(root: &Path) -> Option<String> {
     let output = Command::new("git")
         .arg("-C")
         .arg(root)

@@ -1,0 +1,376 @@
+//! The matrix report (schema 1, written by `harness/src/report.rs`) as xtask
+//! reads it: typed where merge and the summary look, everything else kept
+//! verbatim in `rest` so that a merge loses nothing.
+//!
+//! A merged report has the same shape, with `machines` instead of
+//! `environment` and a `machine` on every trial, so it can be merged again.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The report layout this xtask reads and writes.
+pub const SCHEMA: u64 = 1;
+
+/// The checks, in the order the harness runs and tables show them.
+pub const CHECKS: [&str; 6] = [
+    "placement",
+    "tolerance",
+    "readbacks",
+    "timing",
+    "fallback",
+    "memory",
+];
+
+/// How a trial ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// The check passed.
+    Passed,
+    /// The check failed, or the trial could not finish.
+    Failed,
+    /// Not run (device unavailable, or ignored by the caller).
+    Ignored,
+}
+
+/// A whole report: one machine's run, a nextest fragment, or a merge of several.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// Layout version.
+    pub schema: u64,
+    /// False when the run was still going or was interrupted: trials may be missing.
+    pub complete: bool,
+    /// Set when the run was stopped before its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<bool>,
+    /// Every case the run planned, before any filter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cases: Option<Vec<String>>,
+    /// Where a single run ran; absent in a merged report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<Environment>,
+    /// The machines of a merged report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machines: Option<Vec<Machine>>,
+    /// Totals over `trials`.
+    pub totals: Totals,
+    /// Every trial recorded.
+    pub trials: Vec<Trial>,
+    /// Fields this xtask does not read, kept as they were.
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+/// Where a run ran: host, versions, backends, flags.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    /// The machine's host name.
+    pub host: String,
+    /// The commit of the code under test, where known.
+    #[serde(default)]
+    pub git_commit: Option<String>,
+    /// The torch (libtorch) version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub torch_version: Option<String>,
+    /// `linux`, `macos`, …
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os: Option<String>,
+    /// `x86_64`, `aarch64`, …
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<String>,
+    /// Backends, flags and the rest, kept as they were.
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+/// One machine of a merged report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    /// The host name, suffixed `-2`, `-3` … when one host ran in different environments.
+    pub id: String,
+    /// The report files that came from it.
+    pub sources: Vec<String>,
+    /// Where it ran.
+    pub environment: Environment,
+    /// Fields this xtask does not read, kept as they were.
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+/// Totals of a report.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Totals {
+    /// Trials that passed.
+    pub passed: usize,
+    /// Trials that failed.
+    pub failed: usize,
+    /// Trials not run.
+    pub ignored: usize,
+}
+
+impl Totals {
+    /// Counts the outcomes of `trials`.
+    pub fn of(trials: &[Trial]) -> Self {
+        let mut totals = Self::default();
+        for trial in trials {
+            match trial.outcome {
+                Outcome::Passed => totals.passed += 1,
+                Outcome::Failed => totals.failed += 1,
+                Outcome::Ignored => totals.ignored += 1,
+            }
+        }
+        totals
+    }
+}
+
+/// One trial: a case × check × device.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trial {
+    /// `<case>::<check>::<device>`.
+    pub name: String,
+    /// The case.
+    pub case: String,
+    /// The check (`placement`, `tolerance`, …).
+    pub check: String,
+    /// The device (`cpu`, `cuda:0`, `mps`).
+    pub device: String,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// One line: the cause of a failure, the reason for ignoring, or what was measured.
+    #[serde(default)]
+    pub message: String,
+    /// The check's figures.
+    #[serde(default)]
+    pub metrics: Value,
+    /// The machine it ran on, in a merged report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
+    /// `dtype`, `duration_ms` and anything newer, kept as they were.
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+impl Trial {
+    /// The worst difference to the reference over all steps (tolerance trials).
+    pub fn worst_difference(&self) -> Option<f64> {
+        self.metrics
+            .get("drift_per_step")?
+            .as_array()?
+            .iter()
+            .filter_map(Value::as_f64)
+            .reduce(f64::max)
+    }
+
+    /// The most host reads in one step (readbacks trials).
+    pub fn max_readbacks_per_step(&self) -> Option<u64> {
+        self.metrics
+            .get("readbacks_per_step")?
+            .as_array()?
+            .iter()
+            .filter_map(Value::as_u64)
+            .max()
+    }
+
+    /// The honest (synchronized) median step time (timing trials).
+    pub fn honest_median_ms(&self) -> Option<f64> {
+        self.metrics.get("honest")?.get("median_ms")?.as_f64()
+    }
+}
+
+impl Report {
+    /// The cases this report is about: `cases` where the run recorded them, else
+    /// those its trials name.
+    pub fn case_set(&self) -> BTreeSet<String> {
+        match &self.cases {
+            Some(cases) => cases.iter().cloned().collect(),
+            None => self.trials.iter().map(|t| t.case.clone()).collect(),
+        }
+    }
+
+    /// The machines and their trials' machine ids: a merged report's own, or
+    /// one named for the host of a single run.
+    pub fn machine_list(&self) -> Vec<Machine> {
+        if let Some(machines) = &self.machines {
+            return machines.clone();
+        }
+        self.environment
+            .iter()
+            .map(|environment| Machine {
+                id: environment.host.clone(),
+                sources: Vec::new(),
+                environment: environment.clone(),
+                rest: Map::new(),
+            })
+            .collect()
+    }
+
+    /// The machine id a trial belongs to.
+    pub fn machine_of<'a>(&'a self, trial: &'a Trial) -> &'a str {
+        match (&trial.machine, &self.environment) {
+            (Some(machine), _) => machine,
+            (None, Some(environment)) => &environment.host,
+            (None, None) => "unknown",
+        }
+    }
+}
+
+/// Why a report could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be read.
+    #[error("cannot read report {}: {source}", path.display())]
+    Read {
+        /// The report.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// Not JSON, or not a report's JSON.
+    #[error("{}:{line}:{column}: not a devcheck report: {message}", path.display())]
+    Json {
+        /// The report.
+        path: PathBuf,
+        /// Where the parser stopped.
+        line: usize,
+        /// Where the parser stopped.
+        column: usize,
+        /// What it expected.
+        message: String,
+    },
+    /// A report of another layout.
+    #[error("{}: report schema is {found}, this xtask reads schema {SCHEMA}: {hint}", path.display())]
+    Schema {
+        /// The report.
+        path: PathBuf,
+        /// The `schema` value found, or `missing`.
+        found: String,
+        /// What to do.
+        hint: &'static str,
+    },
+}
+
+/// Reads and checks one report.
+pub fn load(path: &Path) -> Result<Report, LoadError> {
+    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    parse(path, &text)
+}
+
+/// Parses one report's text; `path` names it in errors.
+pub fn parse(path: &Path, text: &str) -> Result<Report, LoadError> {
+    let json_error = |error: serde_json::Error| LoadError::Json {
+        path: path.to_owned(),
+        line: error.line(),
+        column: error.column(),
+        message: strip_position(&error.to_string()),
+    };
+    // The schema first, so a report of another layout is named as such rather
+    // than as a missing field.
+    #[derive(Deserialize)]
+    struct Probe {
+        schema: Option<Value>,
+    }
+    let probe: Probe = serde_json::from_str(text).map_err(json_error)?;
+    match probe.schema {
+        Some(Value::Number(n)) if n.as_u64() == Some(SCHEMA) => {}
+        found => {
+            let (found, hint) = match found {
+                None => (
+                    "missing".to_owned(),
+                    "is this a report from `cargo xtask matrix`?",
+                ),
+                Some(value) => (
+                    value.to_string(),
+                    "merge it with the xtask of the devcheck that wrote it",
+                ),
+            };
+            return Err(LoadError::Schema {
+                path: path.to_owned(),
+                found,
+                hint,
+            });
+        }
+    }
+    serde_json::from_str(text).map_err(json_error)
+}
+
+/// serde_json appends " at line L column C", which the error already says in front.
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(at) => message[..at].to_owned(),
+        None => message.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"{
+        "schema": 1, "complete": true,
+        "environment": {"host": "box", "git_commit": null, "backends": {"cpu": {"built": true}}},
+        "totals": {"passed": 1, "failed": 0, "ignored": 0},
+        "trials": [{"name": "c::tolerance::cpu", "case": "c", "check": "tolerance",
+                    "device": "cpu", "dtype": "float32", "outcome": "passed", "message": "ok",
+                    "metrics": {"drift_per_step": [1e-7, 3e-7, 2e-7]}, "duration_ms": 1.5}],
+        "future": {"kept": true}
+    }"#;
+
+    #[test]
+    fn unknown_fields_survive_a_round_trip() {
+        let report = parse(Path::new("r.json"), MINIMAL).unwrap();
+        let back: Value = serde_json::to_value(&report).unwrap();
+        assert_eq!(back["future"]["kept"], true);
+        assert_eq!(back["environment"]["backends"]["cpu"]["built"], true);
+        assert_eq!(back["trials"][0]["dtype"], "float32");
+        assert_eq!(back["trials"][0]["duration_ms"], 1.5);
+        assert!(back["trials"][0].get("machine").is_none());
+    }
+
+    #[test]
+    fn worst_difference_is_the_largest_drift() {
+        let report = parse(Path::new("r.json"), MINIMAL).unwrap();
+        assert_eq!(report.trials[0].worst_difference(), Some(3e-7));
+        assert_eq!(report.trials[0].max_readbacks_per_step(), None);
+    }
+
+    #[test]
+    fn invalid_json_names_file_line_and_column() {
+        let error = parse(Path::new("r.json"), "{\n  \"schema\": 1,\n  oops\n}").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "r.json:3:3: not a devcheck report: key must be a string"
+        );
+    }
+
+    #[test]
+    fn other_schema_is_named() {
+        let error = parse(Path::new("r.json"), r#"{"schema": 2}"#).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "r.json: report schema is 2, this xtask reads schema 1: \
+             merge it with the xtask of the devcheck that wrote it"
+        );
+        let error = parse(Path::new("r.json"), r#"{"complete": true}"#).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("r.json: report schema is missing"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn missing_field_is_named() {
+        let error = parse(Path::new("r.json"), r#"{"schema": 1, "complete": true}"#).unwrap_err();
+        assert!(
+            error.to_string().contains("missing field `totals`"),
+            "{error}"
+        );
+    }
+}

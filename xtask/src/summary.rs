@@ -1,0 +1,317 @@
+//! `--summary markdown`: a report as compact GitHub Markdown for a pull-request
+//! comment or `$GITHUB_STEP_SUMMARY`.
+
+use std::fmt::Write as _;
+
+use crate::device_matrix::{describe, mark, DeviceMatrix};
+use crate::report::{Report, CHECKS};
+
+/// Failures listed openly up to this many; more go inside `<details>`.
+const OPEN_FAILURES: usize = 5;
+/// Longest failure message shown, in characters.
+const MESSAGE_CHARS: usize = 300;
+
+/// The report as Markdown: totals, the matrix with the headline figures, the
+/// failures with their causes, devices not run, and the machines.
+pub fn markdown(report: &Report) -> String {
+    let matrix = DeviceMatrix::new(report);
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "### devcheck: {} passed, {} failed, {} not run",
+        matrix.passed, matrix.failed, matrix.not_run_count
+    );
+    if report.interrupted == Some(true) {
+        out.push_str(" (interrupted: trials are missing)");
+    } else if !report.complete {
+        out.push_str(" (incomplete: trials may be missing)");
+    }
+    out.push_str("\n\n");
+
+    if !matrix.rows.is_empty() {
+        out.push_str("| case | device |");
+        for check in CHECKS {
+            let _ = write!(out, " {check} |");
+        }
+        out.push_str(" worst Δ | readbacks/step | step (ms) |\n| --- | --- |");
+        out.push_str(&" :-: |".repeat(CHECKS.len()));
+        out.push_str(" ---: | ---: | ---: |\n");
+        for row in &matrix.rows {
+            let _ = write!(out, "| {} | {} |", escape(&row.case), escape(&row.device));
+            for cell in row.cells {
+                let _ = write!(out, " {} |", mark(cell));
+            }
+            let worst = row.trial("tolerance").and_then(|t| t.worst_difference());
+            let readbacks = row
+                .trial("readbacks")
+                .and_then(|t| t.max_readbacks_per_step());
+            let step = row.trial("timing").and_then(|t| t.honest_median_ms());
+            let _ = writeln!(
+                out,
+                " {} | {} | {} |",
+                worst.map_or("–".to_owned(), scientific),
+                readbacks.map_or("–".to_owned(), |n| n.to_string()),
+                step.map_or("–".to_owned(), milliseconds),
+            );
+        }
+        out.push('\n');
+    }
+
+    if !matrix.failures.is_empty() {
+        let several_machines = matrix.machines.len() > 1;
+        let mut list = String::new();
+        for (_, trial) in &matrix.failures {
+            let _ = write!(list, "- `{}`", code(&trial.name));
+            if several_machines {
+                let _ = write!(list, " on `{}`", code(report.machine_of(trial)));
+            }
+            let _ = writeln!(list, ": {}", escape(&clip(&trial.message)));
+        }
+        if matrix.failures.len() > OPEN_FAILURES {
+            let _ = write!(
+                out,
+                "<details><summary>{} failed trials</summary>\n\n{list}\n</details>\n\n",
+                matrix.failures.len()
+            );
+        } else {
+            let _ = write!(out, "**Failed:**\n\n{list}\n");
+        }
+    }
+
+    if !matrix.not_run.is_empty() {
+        let devices: Vec<String> = matrix
+            .not_run
+            .iter()
+            .map(|n| format!("`{}` ({})", code(&n.device), escape(&clip(&n.reason))))
+            .collect();
+        let _ = writeln!(out, "**Not run:** {}\n", devices.join("; "));
+    }
+    if !matrix.cases_without_trials.is_empty() {
+        let cases: Vec<String> = matrix
+            .cases_without_trials
+            .iter()
+            .map(|c| format!("`{}`", code(c)))
+            .collect();
+        let _ = writeln!(out, "**Cases never reached:** {}\n", cases.join(", "));
+    }
+    let machines: Vec<String> = matrix
+        .machines
+        .iter()
+        .map(|m| format!("`{}` {}", code(&m.id), escape(&describe(m))))
+        .collect();
+    if !machines.is_empty() {
+        let label = if machines.len() == 1 {
+            "Machine"
+        } else {
+            "Machines"
+        };
+        let _ = writeln!(out, "**{label}:** {}", machines.join(" · "));
+    }
+    out
+}
+
+/// `1.8e-7`; `0` for an exact match.
+fn scientific(value: f64) -> String {
+    if value == 0.0 {
+        "0".to_owned()
+    } else {
+        format!("{value:.1e}")
+    }
+}
+
+/// About three significant digits: `0.155`, `2.31`, `12.3`, `184`.
+fn milliseconds(value: f64) -> String {
+    let magnitude = value.abs();
+    if magnitude >= 100.0 {
+        format!("{value:.0}")
+    } else if magnitude >= 10.0 {
+        format!("{value:.1}")
+    } else if magnitude >= 1.0 {
+        format!("{value:.2}")
+    } else {
+        format!("{value:.3}")
+    }
+}
+
+/// Text safe in a table cell or a list item: one line, no table breaks, no
+/// inline code or HTML started by accident.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '|' => out.push_str("\\|"),
+            '`' => out.push_str("\\`"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\r' => {}
+            '\n' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Text inside backticks: one line, no backtick to end it early.
+fn code(text: &str) -> String {
+    text.replace(['`', '\n', '\r'], "'").replace('|', "\\|")
+}
+
+fn clip(message: &str) -> String {
+    match message.char_indices().nth(MESSAGE_CHARS) {
+        Some((at, _)) => format!("{}…", message[..at].trim_end()),
+        None => message.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{Environment, Outcome, Totals, Trial, SCHEMA};
+    use serde_json::{json, Map};
+
+    fn trial(check: &str, outcome: Outcome, message: &str, metrics: serde_json::Value) -> Trial {
+        Trial {
+            name: format!("net::{check}::cpu"),
+            case: "net".into(),
+            check: check.into(),
+            device: "cpu".into(),
+            outcome,
+            message: message.into(),
+            metrics,
+            machine: None,
+            rest: Map::new(),
+        }
+    }
+
+    fn report(trials: Vec<Trial>) -> Report {
+        Report {
+            schema: SCHEMA,
+            complete: true,
+            interrupted: None,
+            cases: None,
+            environment: Some(Environment {
+                host: "ci".into(),
+                git_commit: None,
+                torch_version: Some("2.11.0".into()),
+                os: Some("linux".into()),
+                arch: Some("x86_64".into()),
+                rest: Map::new(),
+            }),
+            machines: None,
+            totals: Totals::of(&trials),
+            trials,
+            rest: Map::new(),
+        }
+    }
+
+    #[test]
+    fn figures_come_from_the_metrics() {
+        let summary = markdown(&report(vec![
+            trial(
+                "tolerance",
+                Outcome::Passed,
+                "",
+                json!({"drift_per_step": [1.2e-7, 1.76e-7]}),
+            ),
+            trial(
+                "readbacks",
+                Outcome::Passed,
+                "",
+                json!({"readbacks_per_step": [1, 3, 2]}),
+            ),
+            trial(
+                "timing",
+                Outcome::Passed,
+                "",
+                json!({"honest": {"median_ms": 12.345}}),
+            ),
+        ]));
+        assert!(
+            summary.contains("| net | cpu | – | ✓ | ✓ | ✓ | – | – | 1.8e-7 | 3 | 12.3 |\n"),
+            "{summary}"
+        );
+        assert!(summary.starts_with("### devcheck: 3 passed, 0 failed, 0 not run\n"));
+        assert!(summary.ends_with("**Machine:** `ci` linux/x86_64, torch 2.11.0, commit unknown\n"));
+    }
+
+    #[test]
+    fn absent_figures_show_a_dash() {
+        let summary = markdown(&report(vec![trial(
+            "tolerance",
+            Outcome::Failed,
+            "boom",
+            json!({}),
+        )]));
+        assert!(
+            summary.contains("| net | cpu | – | ✗ | – | – | – | – | – | – | – |\n"),
+            "{summary}"
+        );
+    }
+
+    #[test]
+    fn failure_messages_are_escaped_and_clipped() {
+        let long = format!("a|b `c` <d>\nnext {}", "x".repeat(400));
+        let summary = markdown(&report(vec![trial(
+            "memory",
+            Outcome::Failed,
+            &long,
+            json!({}),
+        )]));
+        let line = summary
+            .lines()
+            .find(|l| l.starts_with("- `net::memory::cpu`"))
+            .unwrap();
+        assert!(
+            line.starts_with("- `net::memory::cpu`: a\\|b \\`c\\` &lt;d&gt; next xxx"),
+            "{line}"
+        );
+        assert!(line.ends_with("x…"), "{line}");
+        // 300 characters of the message were kept: 17 before the run of x's.
+        let kept_xs = line.split("next ").nth(1).unwrap().trim_end_matches('…');
+        assert_eq!(kept_xs.len(), 300 - 17);
+    }
+
+    #[test]
+    fn many_failures_fold_into_details() {
+        let trials = CHECKS
+            .iter()
+            .map(|c| trial(c, Outcome::Failed, "bad", json!({})))
+            .collect();
+        let summary = markdown(&report(trials));
+        assert!(
+            summary.contains(
+                "<details><summary>6 failed trials</summary>\n\n- `net::placement::cpu`: bad\n"
+            ),
+            "{summary}"
+        );
+        assert!(!summary.contains("**Failed:**"));
+    }
+
+    #[test]
+    fn an_interrupted_run_says_so() {
+        let mut report = report(vec![trial("timing", Outcome::Passed, "", json!({}))]);
+        report.complete = false;
+        assert!(markdown(&report).starts_with(
+            "### devcheck: 1 passed, 0 failed, 0 not run (incomplete: trials may be missing)\n"
+        ));
+        report.interrupted = Some(true);
+        report.cases = Some(vec!["net".into(), "lstm".into()]);
+        let summary = markdown(&report);
+        assert!(summary.starts_with(
+            "### devcheck: 1 passed, 0 failed, 0 not run (interrupted: trials are missing)\n"
+        ));
+        assert!(
+            summary.contains("**Cases never reached:** `lstm`\n"),
+            "{summary}"
+        );
+    }
+
+    #[test]
+    fn step_times_keep_about_three_digits() {
+        assert_eq!(milliseconds(0.1548275), "0.155");
+        assert_eq!(milliseconds(2.3149), "2.31");
+        assert_eq!(milliseconds(184.4), "184");
+        assert_eq!(scientific(1.755317082796637e-07), "1.8e-7");
+        assert_eq!(scientific(0.0), "0");
+    }
+}
