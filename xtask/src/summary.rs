@@ -97,15 +97,26 @@ pub fn markdown(report: &Report) -> String {
     let machines: Vec<String> = matrix
         .machines
         .iter()
-        .map(|m| format!("`{}` {}", code(&m.id), escape(&describe(m))))
+        .map(|m| {
+            let host = if m.id == m.environment.host {
+                String::new()
+            } else {
+                format!(" (host `{}`)", code(&m.environment.host))
+            };
+            format!("`{}`{host}: {}", code(&m.id), escape(&describe(m)))
+        })
         .collect();
-    if !machines.is_empty() {
-        let label = if machines.len() == 1 {
-            "Machine"
-        } else {
-            "Machines"
-        };
-        let _ = writeln!(out, "**{label}:** {}", machines.join(" · "));
+    match machines.as_slice() {
+        [] => {}
+        [machine] => {
+            let _ = writeln!(out, "**Machine:** {machine}");
+        }
+        several => {
+            out.push_str("**Machines:**\n\n");
+            for machine in several {
+                let _ = writeln!(out, "- {machine}");
+            }
+        }
     }
     out
 }
@@ -231,7 +242,9 @@ mod tests {
             "{summary}"
         );
         assert!(summary.starts_with("### devcheck: 3 passed, 0 failed, 0 not run\n"));
-        assert!(summary.ends_with("**Machine:** `ci` linux/x86_64, torch 2.11.0, commit unknown\n"));
+        assert!(
+            summary.ends_with("**Machine:** `ci`: linux/x86_64, torch 2.11.0, commit unknown\n")
+        );
     }
 
     #[test]
