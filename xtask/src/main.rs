@@ -10,12 +10,13 @@ mod libtorch;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 
 use libtorch::Libtorch;
-use xtask::cli::{Cli, MatrixArgs, MergeArgs, SummaryFormat, Task};
+use xtask::cli::{Cli, MatrixArgs, MergeArgs, Task};
 use xtask::device_matrix::DeviceMatrix;
 use xtask::merge::{merge, Input};
 use xtask::report::{self, Report};
@@ -144,25 +145,28 @@ fn matrix(args: &MatrixArgs) -> Result<ExitCode> {
         .try_clone_to_owned()
         .context("cannot duplicate stderr for the matrix's output")?;
     command.stdout(Stdio::from(stderr));
+    let started = SystemTime::now();
     let code = status(&mut command)?;
     // A failed matrix still has a report worth summarizing; keep its exit code.
+    // A report older than this run is a previous run's: the build failed.
+    let fresh = std::fs::metadata(&report)
+        .and_then(|m| m.modified())
+        .is_ok_and(|modified| modified + Duration::from_secs(2) >= started);
     match report::load(&report) {
-        Ok(report) => print!("{}", render(format, &report)),
-        Err(error) => {
-            eprintln!("error: no summary: {error}");
-            println!(
-                "### devcheck: no report\n\nThe matrix wrote no report at `{}`; see the job's log.",
+        Ok(report) if fresh => print!("{}", summary::render(format, &report)),
+        Ok(_) => {
+            eprintln!(
+                "error: no summary: {} is from an earlier run",
                 args.report.display()
             );
+            print!("{}", summary::no_report(format, &args.report));
+        }
+        Err(error) => {
+            eprintln!("error: no summary: {error}");
+            print!("{}", summary::no_report(format, &args.report));
         }
     }
     Ok(code)
-}
-
-fn render(format: SummaryFormat, report: &Report) -> String {
-    match format {
-        SummaryFormat::Markdown => summary::markdown(report),
-    }
 }
 
 /// Pure JSON work: no libtorch, so it runs in a CI job with no torch.
@@ -193,7 +197,7 @@ fn merge_reports(args: &MergeArgs) -> Result<ExitCode> {
     eprint!("{}", DeviceMatrix::new(&merged.report).table());
     eprintln!("merged report: {}", args.out.display());
     if let Some(format) = args.summary {
-        print!("{}", render(format, &merged.report));
+        print!("{}", summary::render(format, &merged.report));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -3,6 +3,9 @@
 
 use std::fmt::Write as _;
 
+use std::path::Path;
+
+use crate::cli::SummaryFormat;
 use crate::device_matrix::{describe, mark, DeviceMatrix};
 use crate::report::{Report, CHECKS};
 
@@ -10,6 +13,24 @@ use crate::report::{Report, CHECKS};
 const OPEN_FAILURES: usize = 5;
 /// Longest failure message shown, in characters.
 const MESSAGE_CHARS: usize = 300;
+
+/// The report in the format asked for.
+pub fn render(format: SummaryFormat, report: &Report) -> String {
+    match format {
+        SummaryFormat::Markdown => markdown(report),
+    }
+}
+
+/// What stands in for the summary when the run left no report to read (the
+/// build failed, or the matrix stopped before its first trial).
+pub fn no_report(format: SummaryFormat, shown: &Path) -> String {
+    match format {
+        SummaryFormat::Markdown => format!(
+            "### devcheck: no report\n\nThe matrix wrote no report at `{}`; see the job's log.\n",
+            code(&shown.display().to_string())
+        ),
+    }
+}
 
 /// The report as Markdown: totals, the matrix with the headline figures, the
 /// failures with their causes, devices not run, and the machines.
@@ -316,6 +337,14 @@ mod tests {
         assert!(
             summary.contains("**Cases never reached:** `lstm`\n"),
             "{summary}"
+        );
+    }
+
+    #[test]
+    fn a_missing_report_still_gives_a_summary() {
+        assert_eq!(
+            no_report(SummaryFormat::Markdown, Path::new("reports/cpu.json")),
+            "### devcheck: no report\n\nThe matrix wrote no report at `reports/cpu.json`; see the job's log.\n"
         );
     }
 
