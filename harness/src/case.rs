@@ -283,6 +283,11 @@ impl Case {
         &self.name
     }
 
+    /// The memory check's settings.
+    pub fn memory_limits(&self) -> MemoryLimits {
+        self.memory
+    }
+
     /// The case's own trial time limit, if it set one.
     pub fn trial_time_limit(&self) -> Option<Duration> {
         self.time_limit

@@ -11,7 +11,6 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use safetensors::tensor::{Dtype, SafeTensors, View};
@@ -176,15 +175,7 @@ pub fn write(
         path: path.to_owned(),
         source,
     })?;
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    std::fs::create_dir_all(dir).map_err(io)?;
-    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-    file.write_all(&buffer).map_err(io)?;
-    file.as_file().sync_all().map_err(io)?;
-    file.persist(path).map_err(|e| io(e.error))?;
+    crate::files::write_atomically(path, &buffer).map_err(io)?;
     Ok(())
 }
 

@@ -15,7 +15,7 @@ use crate::shim::{Backend, TensorMemory};
 use crate::trainer::Trainer;
 
 /// Bytes in MiB for messages.
-fn mib(bytes: u64) -> String {
+pub(crate) fn mib(bytes: u64) -> String {
     format!("{:.2} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
 
@@ -25,7 +25,7 @@ pub fn process_rss() -> Option<u64> {
 }
 
 /// Returns freed heap memory to the system, so RSS reflects live memory.
-fn trim_host_heap() {
+pub(crate) fn trim_host_heap() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only releases free memory; it has no preconditions.
     unsafe {
@@ -35,7 +35,7 @@ fn trim_host_heap() {
 
 /// Live bytes (current) and the step's peak on `device`, above `baseline`
 /// (what the device held before the case was built).
-fn measure(
+pub(crate) fn measure(
     device: DeviceSpec,
     tracker: &TensorMemory,
     baseline: u64,
@@ -60,38 +60,84 @@ pub fn growth(first: u64, last: u64) -> f64 {
     (last as f64 - first as f64) / (first.max(1) as f64)
 }
 
-/// Runs the case's epochs and fails when live memory grows beyond its limit.
-pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict, TrialError> {
-    let limits = case.memory;
+/// What [`measure_epochs`] saw, in bytes above the device's memory before the case.
+pub(crate) struct EpochMemory {
+    /// Device memory before the case was built (0 on the CPU).
+    pub baseline: u64,
+    /// `{"current", "peak"}` after every step.
+    pub per_step: Vec<serde_json::Value>,
+    /// `{"live", "rss"}` at every epoch's end, caches emptied.
+    pub per_epoch: Vec<serde_json::Value>,
+}
+
+/// Trains `epochs` × `steps_per_epoch` steps from `weights`, measuring live and
+/// peak memory after every step and live memory at every epoch's end.
+pub(crate) fn measure_epochs(
+    case: &Case,
+    device: DeviceSpec,
+    weights: &crate::case::Named,
+    epochs: usize,
+    steps_per_epoch: usize,
+) -> Result<EpochMemory, TrialError> {
     // One throwaway step first, so that one-off allocations (library workspaces,
     // kernel caches) land in the baseline rather than in the case's first epoch.
     {
-        let mut warm = Trainer::new(case, device, case.kind(), &state.weights()?)?;
+        let mut warm = Trainer::new(case, device, case.kind(), weights)?;
         warm.run_step(0)?;
     }
     device.synchronize()?;
     device.empty_cache()?;
     let baseline = device.memory()?.map_or(0, |stats| stats.allocated_current);
     let tracker = TensorMemory::start()?;
-    let mut trainer = Trainer::new(case, device, case.kind(), &state.weights()?)?;
-    let mut steps = Vec::new();
-    let mut epochs = Vec::new();
+    let mut trainer = Trainer::new(case, device, case.kind(), weights)?;
+    let mut per_step = Vec::new();
+    let mut per_epoch = Vec::new();
     let mut step = 0u64;
-    for _ in 0..limits.epochs {
-        for _ in 0..limits.steps_per_epoch {
+    for _ in 0..epochs {
+        for _ in 0..steps_per_epoch {
             device.reset_peak_memory()?;
             tracker.reset_peak();
             trainer.run_step(step)?;
             step += 1;
             let (current, peak) = measure(device, &tracker, baseline)?;
-            steps.push(json!({"current": current, "peak": peak}));
+            per_step.push(json!({"current": current, "peak": peak}));
         }
         device.synchronize()?;
         device.empty_cache()?;
         trim_host_heap();
         let (live, _) = measure(device, &tracker, baseline)?;
-        epochs.push(json!({"live": live, "rss": process_rss()}));
+        per_epoch.push(json!({"live": live, "rss": process_rss()}));
     }
+    Ok(EpochMemory {
+        baseline,
+        per_step,
+        per_epoch,
+    })
+}
+
+/// How memory is measured on `device`, for reports.
+pub fn measured_by(device: DeviceSpec) -> &'static str {
+    if device.is_accelerator() {
+        "caching allocator, above the device's memory before the case"
+    } else {
+        "live tensor bytes (libtorch memory hook)"
+    }
+}
+
+/// Runs the case's epochs and fails when live memory grows beyond its limit.
+pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict, TrialError> {
+    let limits = case.memory;
+    let EpochMemory {
+        baseline,
+        per_step: steps,
+        per_epoch: epochs,
+    } = measure_epochs(
+        case,
+        device,
+        &state.weights()?,
+        limits.epochs,
+        limits.steps_per_epoch,
+    )?;
     let live: Vec<u64> = epochs.iter().filter_map(|e| e["live"].as_u64()).collect();
     let (first, last) = (
         live.first().copied().unwrap_or(0),
@@ -104,7 +150,7 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
         .max()
         .unwrap_or(0);
     let metrics = json!({
-        "measured_by": if device.is_accelerator() { "caching allocator, above the device's memory before the case" } else { "live tensor bytes (libtorch memory hook)" },
+        "measured_by": measured_by(device),
         "baseline_bytes": baseline,
         "per_step": steps,
         "per_epoch": epochs,

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -132,17 +131,9 @@ impl Report {
 
     /// Writes the report to `path` atomically: a reader sees the old file or the new one.
     pub fn write(&self, path: &Path) -> std::io::Result<()> {
-        let dir = match path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir,
-            _ => Path::new("."),
-        };
-        std::fs::create_dir_all(dir)?;
-        let mut file = tempfile::NamedTempFile::new_in(dir)?;
-        serde_json::to_writer_pretty(&mut file, self)?;
-        file.write_all(b"\n")?;
-        file.as_file().sync_all()?;
-        file.persist(path).map_err(|e| e.error)?;
-        Ok(())
+        let mut text = serde_json::to_vec_pretty(self)?;
+        text.push(b'\n');
+        crate::files::write_atomically(path, &text)
     }
 
     /// The compact device × check table: ✓ passed, ✗ failed, – not run.

@@ -11,7 +11,12 @@ use anyhow::{bail, Context, Result};
 pub const MAX_BYTES: u64 = 60 * 1024 * 1024;
 
 /// The binaries a bundle carries.
-pub const BINARIES: [&str; 2] = ["devcheck-matrix", "devcheck-doctor"];
+pub const BINARIES: [&str; 4] = [
+    "devcheck-matrix",
+    "devcheck-doctor",
+    "devcheck-compare",
+    "devcheck-sweep",
+];
 
 /// The launcher: finds libtorch (`DEVCHECK_LIBTORCH_LIB`, else python3's torch),
 /// sets the loader path, and runs the matrix with the bundle's snapshots.
@@ -19,6 +24,8 @@ pub const RUN_SH: &str = r#"#!/usr/bin/env bash
 # devcheck bundle launcher: runs the device matrix where there is no cargo.
 #   ./run.sh [--report PATH] [--faults] [--device D] [FILTER] [libtest options]
 #   ./run.sh doctor [--json]
+#   ./run.sh compare EXPECTED.safetensors ACTUAL.safetensors [--json] [--rtol R --atol A]
+#   ./run.sh sweep --case NAME [--device D] [--epochs N] [--out DIR]
 # libtorch: DEVCHECK_LIBTORCH_LIB, else the lib dir of python3's torch package.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -36,10 +43,13 @@ export PYTORCH_ENABLE_MPS_FALLBACK=1
 if [ -z "${DEVCHECK_GIT_COMMIT:-}" ] && [ -f "$here/COMMIT" ]; then
   export DEVCHECK_GIT_COMMIT="$(cat "$here/COMMIT")"
 fi
-if [ "${1:-}" = "doctor" ]; then
-  shift
-  exec "$here/devcheck-doctor" "$@"
-fi
+case "${1:-}" in
+  doctor|compare|sweep)
+    verb="$1"
+    shift
+    exec "$here/devcheck-$verb" "$@"
+    ;;
+esac
 exec "$here/devcheck-matrix" --snapshots "$here/snapshots/matrix" "$@"
 "#;
 

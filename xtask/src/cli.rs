@@ -32,6 +32,34 @@ pub enum Task {
     /// Needs no libtorch. Refuses reports of different cases or commits.
     /// Exit status: 0 when merged (even if trials failed), 2 on refusal or bad input.
     Merge(MergeArgs),
+    /// Compare two safetensors files (matrix --dump, or written by PyTorch) tensor by
+    /// tensor with torch.testing.assert_close's rules; `--help` lists the options.
+    ///
+    /// Exit status: 0 within tolerance, 1 a tensor beyond it, 2 bad input.
+    #[command(disable_help_flag = true)]
+    Compare {
+        /// EXPECTED ACTUAL [--json] [--rtol R --atol A] [--equal-nan], for devcheck-compare.
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "ARGS"
+        )]
+        args: Vec<String>,
+    },
+    /// Double a case's batch until out of memory or a ceiling (throughput and peak
+    /// memory per size), or record memory over epochs; table, JSON and SVG plot.
+    ///
+    /// `--help` lists the options (`--case NAME [--device D] [--epochs N] …`).
+    #[command(disable_help_flag = true)]
+    Sweep {
+        /// Options for devcheck-sweep.
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "ARGS"
+        )]
+        args: Vec<String>,
+    },
     /// Build the matrix into a folder that runs where there is no cargo (a GPU host).
     GpuBundle {
         /// The folder to create.
@@ -72,6 +100,10 @@ pub struct MatrixArgs {
     /// Run only on this device (cpu, cuda:N, mps); repeatable.
     #[arg(long = "device", value_name = "DEVICE")]
     pub devices: Vec<String>,
+    /// Save every case's outputs, loss, gradients and parameters per step and device
+    /// as DIR/<case>/<device>.safetensors (compare them with `cargo xtask compare`).
+    #[arg(long, value_name = "DIR")]
+    pub dump: Option<PathBuf>,
     /// Print a summary of the report on stdout (the matrix's own output goes to stderr).
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub summary: Option<SummaryFormat>,
@@ -138,6 +170,33 @@ mod tests {
         let error =
             Cli::try_parse_from(["cargo xtask", "matrix", "--summary", "html"]).unwrap_err();
         assert_eq!(error.kind(), clap::error::ErrorKind::InvalidValue);
+    }
+
+    #[test]
+    fn compare_and_sweep_pass_their_arguments_through() {
+        let cli = Cli::try_parse_from([
+            "cargo xtask",
+            "compare",
+            "a.safetensors",
+            "b.safetensors",
+            "--rtol",
+            "-1",
+            "--help",
+        ])
+        .unwrap();
+        let Task::Compare { args } = cli.task else {
+            panic!("parsed as another task: {:?}", cli.task)
+        };
+        assert_eq!(
+            args,
+            ["a.safetensors", "b.safetensors", "--rtol", "-1", "--help"]
+        );
+        let cli = Cli::try_parse_from(["cargo xtask", "sweep", "--case", "cnn", "--epochs", "5"])
+            .unwrap();
+        let Task::Sweep { args } = cli.task else {
+            panic!("parsed as another task: {:?}", cli.task)
+        };
+        assert_eq!(args, ["--case", "cnn", "--epochs", "5"]);
     }
 
     #[test]

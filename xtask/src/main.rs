@@ -49,6 +49,18 @@ fn run(task: Task) -> Result<ExitCode> {
         }
         Task::Matrix(args) => matrix(&args),
         Task::Merge(args) => merge_reports(&args),
+        Task::Compare { args } => {
+            let torch = setup()?;
+            let mut command = harness_binary(&torch, "devcheck-compare");
+            command.args(args);
+            status(&mut command)
+        }
+        Task::Sweep { args } => {
+            let torch = setup()?;
+            let mut command = harness_binary(&torch, "devcheck-sweep");
+            command.args(args);
+            status(&mut command)
+        }
         Task::GpuBundle { out } => {
             let torch = setup()?;
             let mut build = cargo(Some(&torch));
@@ -123,6 +135,11 @@ fn matrix(args: &MatrixArgs) -> Result<ExitCode> {
     if args.faults {
         command.arg("--faults");
     }
+    if let Some(dir) = &args.dump {
+        command.arg("--dump").arg(root.join(dir));
+    }
+    // A filter that matches nothing is a typo here, not another binary's filter.
+    command.args(["--no-tests", "fail"]);
     for device in &args.devices {
         command.arg("--device").arg(device);
     }
