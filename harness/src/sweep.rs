@@ -138,6 +138,14 @@ pub fn batch_sweep(
 ) -> Result<BatchSweep, TrialError> {
     crate::init()?;
     let weights = crate::trainer::initial_weights(case)?;
+    // One throwaway step first, so that one-off allocations (library workspaces,
+    // kernel caches) are not charged to the first size. Its failure, if any,
+    // shows again, and is reported, at the first size.
+    let _ = crate::cause::quietly(|| -> Result<(), TrialError> {
+        let mut warm = Trainer::new(case, device, case.kind(), &weights)?;
+        warm.run_step(0)?;
+        Ok(())
+    });
     let mut points: Vec<BatchPoint> = Vec::new();
     let mut multiplier = 1i64;
     let stopped = loop {
