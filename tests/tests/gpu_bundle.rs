@@ -35,6 +35,8 @@ fn the_bundle_is_small_and_runs_here_on_the_cpu() {
         "run.sh",
         "devcheck-matrix",
         "devcheck-doctor",
+        "devcheck-compare",
+        "devcheck-sweep",
         "snapshots/matrix/readbacks__cnn.snap",
     ] {
         assert!(out.join(file).is_file(), "missing {file}");
@@ -65,6 +67,34 @@ fn the_bundle_is_small_and_runs_here_on_the_cpu() {
     );
     let commit = std::fs::read_to_string(out.join("COMMIT")).unwrap();
     assert_eq!(report["environment"]["git_commit"], commit.trim());
+
+    // The other verbs reach their binaries with the same libtorch.
+    let fixture = workspace_root().join("tests/fixtures/compare/expected.safetensors");
+    let compare = Command::new(out.join("run.sh"))
+        .arg("compare")
+        .args([&fixture, &fixture])
+        .arg("--equal-nan")
+        .env("DEVCHECK_LIBTORCH_LIB", libtorch_lib())
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert_eq!(
+        compare.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&compare.stderr)
+    );
+    assert!(String::from_utf8_lossy(&compare.stdout).ends_with("all 16 tensors within tolerance\n"));
+    let sweep = Command::new(out.join("run.sh"))
+        .args(["sweep", "--list"])
+        .env("DEVCHECK_LIBTORCH_LIB", libtorch_lib())
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert!(sweep.status.success());
+    assert!(String::from_utf8_lossy(&sweep.stdout)
+        .lines()
+        .any(|l| l == "transformer"));
 
     let lost = Command::new(out.join("run.sh"))
         .env("DEVCHECK_LIBTORCH_LIB", dir.path().join("nowhere"))

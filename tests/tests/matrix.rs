@@ -386,6 +386,32 @@ fn a_report_dir_gets_one_report_per_process() {
         .collect();
     names.sort();
     assert_eq!(names, ["cnn::placement::cpu", "lstm::placement::cpu"]);
+
+    // As after a nextest run: `cargo xtask merge` joins the fragments into one
+    // machine's matrix (no libtorch needed for it).
+    let mut fragments: Vec<std::path::PathBuf> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    fragments.sort();
+    let merged = dir.path().join("merged/report.json");
+    let output = std::process::Command::new(devcheck_tests::binary("xtask", "xtask"))
+        .arg("merge")
+        .args(&fragments)
+        .arg("--out")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let merged = read_report(&merged);
+    assert_eq!(merged["machines"].as_array().unwrap().len(), 1);
+    assert_eq!(merged["trials"].as_array().unwrap().len(), 2);
+    assert_eq!(merged["totals"]["passed"], 2);
+    assert_eq!(merged["complete"], true);
 }
 
 /// Starts every case's placement trial on the CPU, faults included, and waits
