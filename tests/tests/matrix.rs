@@ -483,6 +483,30 @@ fn an_interrupted_run_leaves_a_valid_report_marked_partial() {
         report["totals"]["passed"].as_u64().unwrap() + report["totals"]["failed"].as_u64().unwrap(),
         13
     );
+
+    // The partial report is one `cargo xtask merge` and its summary read as such.
+    let output = std::process::Command::new(devcheck_tests::binary("xtask", "xtask"))
+        .arg("merge")
+        .arg(&path)
+        .arg("--out")
+        .arg(dir.path().join("merged.json"))
+        .args(["--summary", "markdown"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        summary
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with("(interrupted during `fault-hang::placement::cpu`: trials are missing)"),
+        "{summary}"
+    );
 }
 
 #[cfg(unix)]

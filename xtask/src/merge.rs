@@ -184,8 +184,11 @@ pub fn merge(inputs: &[Input]) -> Result<Merged, MergeError> {
         complete: inputs.iter().all(|i| i.report.complete),
         interrupted: inputs
             .iter()
-            .filter_map(|i| i.report.interrupted)
-            .reduce(|a, b| a || b),
+            .filter_map(|i| i.report.interrupted.clone())
+            .reduce(|mut all, more| {
+                all.in_flight.extend(more.in_flight);
+                all
+            }),
         cases: merged_cases(inputs),
         environment: None,
         machines: Some(machines),

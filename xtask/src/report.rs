@@ -36,6 +36,16 @@ pub enum Outcome {
     Ignored,
 }
 
+/// How a run was cut short (the harness writes `{"by", "in_flight"}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Interruption {
+    /// What stopped it.
+    pub by: String,
+    /// Trials running at that moment; they have no record.
+    #[serde(default)]
+    pub in_flight: Vec<String>,
+}
+
 /// A whole report: one machine's run, a nextest fragment, or a merge of several.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -43,9 +53,9 @@ pub struct Report {
     pub schema: u64,
     /// False when the run was still going or was interrupted: trials may be missing.
     pub complete: bool,
-    /// Set when the run was stopped before its end.
+    /// Set when the run was stopped by a signal before its end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interrupted: Option<bool>,
+    pub interrupted: Option<Interruption>,
     /// Every case the run planned, before any filter.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cases: Option<Vec<String>>,

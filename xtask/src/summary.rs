@@ -42,8 +42,18 @@ pub fn markdown(report: &Report) -> String {
         "### devcheck: {} passed, {} failed, {} not run",
         matrix.passed, matrix.failed, matrix.not_run_count
     );
-    if report.interrupted == Some(true) {
-        out.push_str(" (interrupted: trials are missing)");
+    if let Some(interruption) = &report.interrupted {
+        match interruption.in_flight.as_slice() {
+            [] => out.push_str(" (interrupted: trials are missing)"),
+            running => {
+                let names: Vec<String> = running.iter().map(|n| format!("`{n}`")).collect();
+                let _ = write!(
+                    out,
+                    " (interrupted during {}: trials are missing)",
+                    names.join(", ")
+                );
+            }
+        }
     } else if !report.complete {
         out.push_str(" (incomplete: trials may be missing)");
     }
@@ -328,12 +338,18 @@ mod tests {
         assert!(markdown(&report).starts_with(
             "### devcheck: 1 passed, 0 failed, 0 not run (incomplete: trials may be missing)\n"
         ));
-        report.interrupted = Some(true);
+        report.interrupted = Some(crate::report::Interruption {
+            by: "a termination signal (SIGINT, SIGTERM or SIGHUP)".into(),
+            in_flight: vec!["net::memory::cpu".into()],
+        });
         report.cases = Some(vec!["net".into(), "lstm".into()]);
         let summary = markdown(&report);
-        assert!(summary.starts_with(
-            "### devcheck: 1 passed, 0 failed, 0 not run (interrupted: trials are missing)\n"
-        ));
+        assert!(
+            summary.starts_with(
+                "### devcheck: 1 passed, 0 failed, 0 not run (interrupted during `net::memory::cpu`: trials are missing)\n"
+            ),
+            "{summary}"
+        );
         assert!(
             summary.contains("**Cases never reached:** `lstm`\n"),
             "{summary}"
