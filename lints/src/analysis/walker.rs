@@ -97,13 +97,21 @@ const SAME_ELEMENTS: &[&str] = &[
     "return_smaller_last_batch",
 ];
 
-/// Per-function state saved around nested items.
+/// What the walker knows about the function it is in; a function starts
+/// from a fresh one, and a nested item saves and restores its enclosing one.
+#[derive(Default)]
 struct FnState {
+    /// Local bindings, innermost last.
     bindings: Vec<(String, Val)>,
+    /// The length of `bindings` at the start of each open scope.
     scopes: Vec<usize>,
+    /// Where the walk is: function, loop, periodic guard, statement.
     context: Context,
+    /// The type `Self` names, inside an impl or a trait.
     self_ty: Option<String>,
+    /// Local closures bound at function level: the sites in each body.
     closures: Vec<Vec<usize>>,
+    /// The closures whose bodies are being walked.
     open_closures: Vec<usize>,
 }
 
@@ -115,13 +123,8 @@ pub(crate) struct Walker<'a> {
     /// What the walk found.
     pub(crate) facts: FileFacts,
     consts: HashMap<String, Val>,
-    bindings: Vec<(String, Val)>,
-    scopes: Vec<usize>,
-    context: Context,
-    self_ty: Option<String>,
-    /// Local closures bound at function level: the sites in each body.
-    closures: Vec<Vec<usize>>,
-    open_closures: Vec<usize>,
+    /// The function being walked.
+    fn_state: FnState,
     depth: usize,
     /// The walk met an expression nested deeper than [`MAX_DEPTH`].
     pub(crate) too_deep: bool,
@@ -140,12 +143,7 @@ impl<'a> Walker<'a> {
             patterns,
             facts: FileFacts::default(),
             consts: HashMap::new(),
-            bindings: Vec::new(),
-            scopes: Vec::new(),
-            context: Context::default(),
-            self_ty: None,
-            closures: Vec::new(),
-            open_closures: Vec::new(),
+            fn_state: FnState::default(),
             depth: 0,
             too_deep: false,
             last_try_into: None,
@@ -249,21 +247,14 @@ impl<'a> Walker<'a> {
     /// An item inside a function body: walked on its own, then the
     /// enclosing function's state is restored.
     fn nested_item(&mut self, item: &Item) {
-        let saved = FnState {
-            bindings: std::mem::take(&mut self.bindings),
-            scopes: std::mem::take(&mut self.scopes),
-            context: self.context.clone(),
-            self_ty: self.self_ty.clone(),
-            closures: std::mem::take(&mut self.closures),
-            open_closures: std::mem::take(&mut self.open_closures),
+        let for_item = FnState {
+            context: self.fn_state.context.clone(),
+            self_ty: self.fn_state.self_ty.clone(),
+            ..FnState::default()
         };
+        let enclosing = std::mem::replace(&mut self.fn_state, for_item);
         self.item(item);
-        self.bindings = saved.bindings;
-        self.scopes = saved.scopes;
-        self.context = saved.context;
-        self.self_ty = saved.self_ty;
-        self.closures = saved.closures;
-        self.open_closures = saved.open_closures;
+        self.fn_state = enclosing;
     }
 
     fn function(&mut self, owner: Option<String>, in_trait: bool, sig: &Signature, block: &Block) {
@@ -281,22 +272,21 @@ impl<'a> Walker<'a> {
             returns,
             loc,
         });
-        self.bindings.clear();
-        self.scopes.clear();
-        self.closures.clear();
-        self.open_closures.clear();
-        self.self_ty = owner;
-        self.context = Context {
-            loop_id: None,
-            periodic: None,
-            function: Some(index),
-            statement_line: loc.line,
+        self.fn_state = FnState {
+            self_ty: owner,
+            context: Context {
+                loop_id: None,
+                periodic: None,
+                function: Some(index),
+                statement_line: loc.line,
+            },
+            ..FnState::default()
         };
         self.push_scope();
         for input in &sig.inputs {
             match input {
                 FnArg::Receiver(_) => {
-                    let value = match self.self_ty.as_deref() {
+                    let value = match self.fn_state.self_ty.as_deref() {
                         Some("Tensor") => Val::device_tensor(),
                         Some(ty) => Val::Deferred(TypeRef::Named(ty.to_owned())),
                         None => Val::Unknown,
@@ -316,21 +306,22 @@ impl<'a> Walker<'a> {
     // ----- scopes ------------------------------------------------------
 
     fn push_scope(&mut self) {
-        self.scopes.push(self.bindings.len());
+        self.fn_state.scopes.push(self.fn_state.bindings.len());
     }
 
     fn pop_scope(&mut self) {
-        if let Some(len) = self.scopes.pop() {
-            self.bindings.truncate(len);
+        if let Some(len) = self.fn_state.scopes.pop() {
+            self.fn_state.bindings.truncate(len);
         }
     }
 
     fn bind(&mut self, name: String, value: Val) {
-        self.bindings.push((name, value));
+        self.fn_state.bindings.push((name, value));
     }
 
     fn lookup(&self, name: &str) -> Option<&Val> {
-        self.bindings
+        self.fn_state
+            .bindings
             .iter()
             .rev()
             .find(|(n, _)| n == name)
@@ -338,13 +329,19 @@ impl<'a> Walker<'a> {
     }
 
     fn rebind(&mut self, name: &str, value: Val) {
-        if let Some(slot) = self.bindings.iter_mut().rev().find(|(n, _)| n == name) {
+        if let Some(slot) = self
+            .fn_state
+            .bindings
+            .iter_mut()
+            .rev()
+            .find(|(n, _)| n == name)
+        {
             slot.1 = value;
         }
     }
 
     fn type_val(&self, ty: &Type) -> Val {
-        kind_val(&classify(ty, self.self_ty.as_deref()))
+        kind_val(&classify(ty, self.fn_state.self_ty.as_deref()))
     }
 
     fn bind_pat(&mut self, pat: &Pat, value: Val) {
@@ -421,12 +418,12 @@ impl<'a> Walker<'a> {
 
     fn block(&mut self, block: &Block) -> Val {
         self.push_scope();
-        let statement_line = self.context.statement_line;
+        let statement_line = self.fn_state.context.statement_line;
         let mut value = Val::Other;
         for stmt in &block.stmts {
             value = self.stmt(stmt);
         }
-        self.context.statement_line = statement_line;
+        self.fn_state.context.statement_line = statement_line;
         self.pop_scope();
         value
     }
@@ -434,7 +431,7 @@ impl<'a> Walker<'a> {
     fn stmt(&mut self, stmt: &Stmt) -> Val {
         match stmt {
             Stmt::Local(local) => {
-                self.context.statement_line = local.let_token.span.start().line;
+                self.fn_state.context.statement_line = local.let_token.span.start().line;
                 self.local(local);
                 Val::Other
             }
@@ -443,7 +440,7 @@ impl<'a> Walker<'a> {
                 Val::Other
             }
             Stmt::Expr(expr, semi) => {
-                self.context.statement_line = first_span(expr).start().line;
+                self.fn_state.context.statement_line = first_span(expr).start().line;
                 let value = self.expr(expr);
                 if semi.is_some() {
                     Val::Other
@@ -452,7 +449,7 @@ impl<'a> Walker<'a> {
                 }
             }
             Stmt::Macro(m) => {
-                self.context.statement_line = m.mac.path.span().start().line;
+                self.fn_state.context.statement_line = m.mac.path.span().start().line;
                 self.mac(&m.mac);
                 Val::Other
             }
@@ -465,12 +462,12 @@ impl<'a> Walker<'a> {
             return;
         };
         if let (Pat::Ident(p), Expr::Closure(c)) = (&local.pat, &*init.expr) {
-            if self.context.loop_id.is_none() {
-                let id = self.closures.len();
-                self.closures.push(Vec::new());
-                self.open_closures.push(id);
+            if self.fn_state.context.loop_id.is_none() {
+                let id = self.fn_state.closures.len();
+                self.fn_state.closures.push(Vec::new());
+                self.fn_state.open_closures.push(id);
                 self.closure(c);
-                self.open_closures.pop();
+                self.fn_state.open_closures.pop();
                 self.bind(p.ident.to_string(), Val::Closure(id));
                 return;
             }
@@ -647,6 +644,7 @@ impl<'a> Walker<'a> {
                 }
                 match s.path.segments.last().map(|s| s.ident.to_string()) {
                     Some(name) if name == "Self" => self
+                        .fn_state
                         .self_ty
                         .clone()
                         .map_or(Val::Unknown, |t| Val::Deferred(TypeRef::Named(t))),
@@ -706,12 +704,12 @@ impl<'a> Walker<'a> {
         self.push_scope();
         self.expr(&i.cond);
         let guard = is_periodic(&i.cond).then(|| self.source_of(&*i.cond));
-        let saved = self.context.periodic.clone();
+        let saved = self.fn_state.context.periodic.clone();
         if guard.is_some() {
-            self.context.periodic = guard;
+            self.fn_state.context.periodic = guard;
         }
         let then_value = self.block(&i.then_branch);
-        self.context.periodic = saved;
+        self.fn_state.context.periodic = saved;
         self.pop_scope();
         match &i.else_branch {
             Some((_, else_expr)) => {
@@ -748,7 +746,7 @@ impl<'a> Walker<'a> {
         // `for v in t.iter::<f64>()` reads one element per iteration of this
         // very loop, so the read belongs inside it.
         if let Some(start) = driving_tensor_iter(&f.expr) {
-            let loop_context = self.context.clone();
+            let loop_context = self.fn_state.context.clone();
             for site in &mut self.facts.sites[sites_before..] {
                 if site.hit.op == "iter::<T>" && (site.loc.line, site.loc.column) == start {
                     site.context = Context {
@@ -769,7 +767,7 @@ impl<'a> Walker<'a> {
 
     fn enter_loop(&mut self, statement: bool, keyword: Span) -> Context {
         let id = self.facts.loops.len();
-        let parent = self.context.loop_id;
+        let parent = self.fn_state.context.loop_id;
         self.facts.loops.push(LoopFacts {
             has_nested_loop: false,
             parent,
@@ -782,14 +780,14 @@ impl<'a> Walker<'a> {
                 self.facts.loops[parent].has_nested_loop = true;
             }
         }
-        let saved = self.context.clone();
-        self.context.loop_id = Some(id);
-        self.context.periodic = None;
+        let saved = self.fn_state.context.clone();
+        self.fn_state.context.loop_id = Some(id);
+        self.fn_state.context.periodic = None;
         saved
     }
 
     fn exit_loop(&mut self, saved: Context) {
-        self.context = saved;
+        self.fn_state.context = saved;
     }
 
     /// A closure that runs where it is written (`no_grad(|| ..)`, a
@@ -981,7 +979,7 @@ impl<'a> Walker<'a> {
             }
             _ => {
                 let owner = match qualifier {
-                    Some("Self") => self.self_ty.clone().map(TypeRef::Named),
+                    Some("Self") => self.fn_state.self_ty.clone().map(TypeRef::Named),
                     Some(q) if q.starts_with(|c: char| c.is_ascii_uppercase()) => {
                         Some(TypeRef::Named(q.to_owned()))
                     }
@@ -1223,7 +1221,7 @@ impl<'a> Walker<'a> {
         self.push_site(Site {
             hit,
             loc,
-            context: self.context.clone(),
+            context: self.fn_state.context.clone(),
             requirement,
             pattern: None,
             via: Vec::new(),
@@ -1233,8 +1231,8 @@ impl<'a> Walker<'a> {
     fn push_site(&mut self, site: Site) {
         let index = self.facts.sites.len();
         self.facts.sites.push(site);
-        for &closure in &self.open_closures {
-            self.closures[closure].push(index);
+        for &closure in &self.fn_state.open_closures {
+            self.fn_state.closures[closure].push(index);
         }
     }
 
@@ -1244,7 +1242,7 @@ impl<'a> Walker<'a> {
             self.push_site(Site {
                 hit,
                 loc,
-                context: self.context.clone(),
+                context: self.fn_state.context.clone(),
                 requirement: None,
                 pattern: Some(index),
                 via: Vec::new(),
@@ -1256,17 +1254,17 @@ impl<'a> Walker<'a> {
         self.facts.calls.push(CallSite {
             callee,
             loc,
-            context: self.context.clone(),
+            context: self.fn_state.context.clone(),
         });
     }
 
     /// A local closure whose body syncs, called inside a loop: reported at
     /// the call. At function level the body's sites already count.
     fn closure_call(&mut self, id: usize, name: &str, loc: Loc) {
-        if self.context.loop_id.is_none() {
+        if self.fn_state.context.loop_id.is_none() {
             return;
         }
-        let first = self.closures[id]
+        let first = self.fn_state.closures[id]
             .iter()
             .map(|&i| &self.facts.sites[i])
             .find(|s| s.context.loop_id.is_none())
@@ -1275,13 +1273,14 @@ impl<'a> Walker<'a> {
             site.via.insert(0, format!("closure `{name}`"));
             site.loc = loc;
             let periodic = self
+                .fn_state
                 .context
                 .periodic
                 .clone()
                 .or(site.context.periodic.take());
             site.context = Context {
                 periodic,
-                ..self.context.clone()
+                ..self.fn_state.context.clone()
             };
             self.push_site(site);
         }
