@@ -94,12 +94,7 @@ pub fn check_nesting(text: &str) -> Result<(), TooDeep> {
         let b = bytes[i];
         match b {
             b'\n' => line += 1,
-            b'(' | b'[' | b'{' => {
-                depth += 1;
-                if depth > MAX_NESTING {
-                    return Err(TooDeep { line });
-                }
-            }
+            b'(' | b'[' | b'{' => one_level_deeper(&mut depth, line)?,
             b')' | b']' | b'}' => depth = depth.saturating_sub(1),
             b'/' if bytes.get(i + 1) == Some(&b'/') => {
                 i = memchr::memchr(b'\n', &bytes[i..]).map_or(bytes.len(), |n| i + n);
@@ -127,12 +122,7 @@ pub fn check_nesting(text: &str) -> Result<(), TooDeep> {
             _ => {}
         }
         match b {
-            b'<' => {
-                angle_depth += 1;
-                if angle_depth > MAX_NESTING {
-                    return Err(TooDeep { line });
-                }
-            }
+            b'<' => one_level_deeper(&mut angle_depth, line)?,
             b'>' if i > 0 && matches!(bytes[i - 1], b'-' | b'=') => {}
             b'>' => angle_depth = angle_depth.saturating_sub(1),
             b',' | b';' | b'{' | b'}' => angle_depth = 0,
@@ -155,10 +145,7 @@ pub fn check_nesting(text: &str) -> Result<(), TooDeep> {
             // Closure parameters, however spelled, are one nesting level.
             let close = memchr::memchr(b'|', &bytes[i + 1..]).map_or(bytes.len(), |n| i + 1 + n);
             line += memchr::memchr_iter(b'\n', &bytes[i + 1..close]).count();
-            prefix_run += 1;
-            if prefix_run > MAX_NESTING {
-                return Err(TooDeep { line });
-            }
+            one_level_deeper(&mut prefix_run, line)?;
             i = close + 1;
             continue;
         }
@@ -185,14 +172,21 @@ pub fn check_nesting(text: &str) -> Result<(), TooDeep> {
             );
         }
         if matches!(b, b'-' | b'!' | b'*' | b'&') {
-            prefix_run += 1;
-            if prefix_run > MAX_NESTING {
-                return Err(TooDeep { line });
-            }
+            one_level_deeper(&mut prefix_run, line)?;
         } else if !b.is_ascii_whitespace() {
             prefix_run = 0;
         }
         i += 1;
+    }
+    Ok(())
+}
+
+/// Counts one more level of nesting on `depth`; crossing [`MAX_NESTING`]
+/// refuses the file at `line`.
+fn one_level_deeper(depth: &mut usize, line: usize) -> Result<(), TooDeep> {
+    *depth += 1;
+    if *depth > MAX_NESTING {
+        return Err(TooDeep { line });
     }
     Ok(())
 }
