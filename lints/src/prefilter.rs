@@ -317,6 +317,11 @@ fn skip_char_literal(bytes: &[u8], i: usize) -> usize {
 mod tests {
     use super::*;
 
+    /// `core` wrapped in `levels` of `open` … `close`.
+    fn nested(open: &str, core: &str, close: &str, levels: usize) -> String {
+        format!("{}{core}{}", open.repeat(levels), close.repeat(levels))
+    }
+
     #[test]
     fn candidates_need_a_tch_token() {
         assert!(is_candidate("let v = loss.double_value(&[]);"));
@@ -344,15 +349,13 @@ mod tests {
     #[test]
     fn deep_brackets_and_prefix_runs_are_refused_with_a_line() {
         let deep = format!(
-            "fn f() {{\n let x = {}1{};\n}}",
-            "(".repeat(MAX_NESTING + 1),
-            ")".repeat(MAX_NESTING + 1)
+            "fn f() {{\n let x = {};\n}}",
+            nested("(", "1", ")", MAX_NESTING + 1)
         );
         assert_eq!(check_nesting(&deep), Err(TooDeep { line: 2 }));
         let ok = format!(
-            "fn f() {{ let x = {}1{}; }}",
-            "(".repeat(MAX_NESTING - 2),
-            ")".repeat(MAX_NESTING - 2)
+            "fn f() {{ let x = {}; }}",
+            nested("(", "1", ")", MAX_NESTING - 2)
         );
         assert_eq!(check_nesting(&ok), Ok(()));
         let unary = format!(
@@ -365,15 +368,13 @@ mod tests {
     #[test]
     fn deep_generics_are_refused_but_comparisons_and_shifts_are_not() {
         let generics = format!(
-            "fn f() {{\n let x: {}u8{} = 0;\n}}",
-            "Vec<".repeat(MAX_NESTING + 1),
-            ">".repeat(MAX_NESTING + 1)
+            "fn f() {{\n let x: {} = 0;\n}}",
+            nested("Vec<", "u8", ">", MAX_NESTING + 1)
         );
         assert_eq!(check_nesting(&generics), Err(TooDeep { line: 2 }));
         let returns = format!(
-            "type F = {}u8{};",
-            "Box<dyn Fn() -> ".repeat(MAX_NESTING + 1),
-            ">".repeat(MAX_NESTING + 1)
+            "type F = {};",
+            nested("Box<dyn Fn() -> ", "u8", ">", MAX_NESTING + 1)
         );
         assert_eq!(check_nesting(&returns), Err(TooDeep { line: 1 }));
         let table = format!(
