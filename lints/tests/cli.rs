@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use devcheck_lint::rules::RULES;
+
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -162,7 +164,7 @@ fn bad_usage_exits_2() {
 }
 
 #[test]
-fn explain_prints_the_rule_docs_and_list_rules_lists_them() {
+fn explain_prints_the_rule_docs() {
     let explained = run(&["--explain", "data-dependent-shape"]);
     assert_eq!(explained.status.code(), Some(0));
     let text = stdout(&explained);
@@ -175,21 +177,32 @@ fn explain_prints_the_rule_docs_and_list_rules_lists_them() {
     ] {
         assert!(text.contains(heading), "{text}");
     }
-    let listed = stdout(&run(&["--list-rules"]));
-    let ids: Vec<&str> = listed
-        .lines()
+}
+
+/// The registry is the one list of rules (its own unit test pins the ids);
+/// this checks that the binary prints all of it, in order, line by line.
+#[test]
+fn list_rules_prints_every_registered_rule_in_order() {
+    let output = run(&["--list-rules"]);
+    assert_eq!(output.status.code(), Some(0));
+    let listed = stdout(&output);
+    let lines: Vec<&str> = listed.lines().collect();
+    let ids: Vec<&str> = lines
+        .iter()
         .map(|l| l.split_whitespace().next().unwrap())
         .collect();
-    assert_eq!(
-        ids,
-        [
-            "host-sync",
-            "host-value-op",
-            "data-dependent-shape",
-            "syncing-helper",
-            "custom-pattern"
-        ]
-    );
+    let registry: Vec<&str> = RULES.iter().map(|rule| rule.id.as_str()).collect();
+    assert_eq!(ids, registry, "{listed}");
+    for (line, rule) in lines.iter().zip(RULES) {
+        // The level as devcheck.toml spells it: `allow`, `note`, `warn`, `deny`.
+        let level = format!("{:?}", rule.default_level).to_lowercase();
+        assert_eq!(
+            line.split_whitespace().nth(1),
+            Some(level.as_str()),
+            "{line}"
+        );
+        assert!(line.ends_with(rule.summary), "{line}");
+    }
 }
 
 #[test]
