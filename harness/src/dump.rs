@@ -70,38 +70,6 @@ pub fn file_name(device: DeviceSpec) -> String {
     format!("{}.safetensors", device.to_string().replace(':', "-"))
 }
 
-fn dtype_of(kind: Kind) -> Option<Dtype> {
-    Some(match kind {
-        Kind::Bool => Dtype::BOOL,
-        Kind::Uint8 => Dtype::U8,
-        Kind::Int8 => Dtype::I8,
-        Kind::Int16 => Dtype::I16,
-        Kind::Int => Dtype::I32,
-        Kind::Int64 => Dtype::I64,
-        Kind::Half => Dtype::F16,
-        Kind::BFloat16 => Dtype::BF16,
-        Kind::Float => Dtype::F32,
-        Kind::Double => Dtype::F64,
-        _ => return None,
-    })
-}
-
-fn kind_of(dtype: Dtype) -> Option<Kind> {
-    Some(match dtype {
-        Dtype::BOOL => Kind::Bool,
-        Dtype::U8 => Kind::Uint8,
-        Dtype::I8 => Kind::Int8,
-        Dtype::I16 => Kind::Int16,
-        Dtype::I32 => Kind::Int,
-        Dtype::I64 => Kind::Int64,
-        Dtype::F16 => Kind::Half,
-        Dtype::BF16 => Kind::BFloat16,
-        Dtype::F32 => Kind::Float,
-        Dtype::F64 => Kind::Double,
-        _ => return None,
-    })
-}
-
 /// One CPU tensor's bytes, ready for the file.
 struct Bytes {
     dtype: Dtype,
@@ -130,7 +98,8 @@ fn bytes_of(path: &Path, name: &str, tensor: &Tensor) -> Result<Bytes, DumpError
         name: name.to_owned(),
         source,
     };
-    let dtype = dtype_of(tensor.kind()).ok_or_else(|| DumpError::Dtype {
+    // tch's own conversion, for the same safetensors version.
+    let dtype = Dtype::try_from(tensor.kind()).map_err(|_| DumpError::Dtype {
         path: path.to_owned(),
         name: name.to_owned(),
         dtype: format!("{:?}", tensor.kind()),
@@ -210,19 +179,18 @@ pub fn read(path: &Path) -> Result<Dump, DumpError> {
         .tensors()
         .into_iter()
         .map(|(name, view)| {
-            let kind = kind_of(view.dtype()).ok_or_else(|| DumpError::Dtype {
+            if Kind::try_from(view.dtype()).is_err() {
+                return Err(DumpError::Dtype {
+                    path: path.to_owned(),
+                    name,
+                    dtype: format!("{:?}", view.dtype()),
+                    action: "read",
+                });
+            }
+            let tensor = Tensor::try_from(view).map_err(|source| DumpError::Torch {
                 path: path.to_owned(),
                 name: name.clone(),
-                dtype: format!("{:?}", view.dtype()),
-                action: "read",
-            })?;
-            let shape: Vec<i64> = view.shape().iter().map(|&d| d as i64).collect();
-            let tensor = Tensor::f_from_data_size(view.data(), &shape, kind).map_err(|source| {
-                DumpError::Torch {
-                    path: path.to_owned(),
-                    name: name.clone(),
-                    source,
-                }
+                source,
             })?;
             Ok((name, tensor))
         })

@@ -307,12 +307,15 @@ impl CaseState {
     }
 }
 
-fn failed_record(
+/// The record of one trial of `case`.
+fn record(
     case: &Case,
     check: Check,
     device: DeviceSpec,
+    outcome: Outcome,
     message: String,
-    started: Instant,
+    metrics: serde_json::Value,
+    duration_ms: f64,
 ) -> TrialRecord {
     TrialRecord {
         name: trial_name(case, check, device),
@@ -320,11 +323,15 @@ fn failed_record(
         check,
         device: device.to_string(),
         dtype: kind_name(case.kind()).to_owned(),
-        outcome: Outcome::Failed,
+        outcome,
         message,
-        metrics: json!({}),
-        duration_ms: started.elapsed().as_secs_f64() * 1e3,
+        metrics,
+        duration_ms,
     }
+}
+
+fn elapsed_ms(started: Instant) -> f64 {
+    started.elapsed().as_secs_f64() * 1e3
 }
 
 fn seconds(duration: Duration) -> String {
@@ -342,14 +349,21 @@ fn seconds(duration: Duration) -> String {
 /// that thread may still hold the case's shared state.
 fn execute_with_limit(state: &Arc<CaseState>, check: Check, device: DeviceSpec) -> TrialRecord {
     let started = Instant::now();
-    if let Some(hung) = lock(&state.hung).clone() {
-        return failed_record(
+    let failed = |message: String| {
+        record(
             &state.case,
             check,
             device,
-            format!("not run: `{hung}` of this case hung, and its thread may still hold the case"),
-            started,
-        );
+            Outcome::Failed,
+            message,
+            json!({}),
+            elapsed_ms(started),
+        )
+    };
+    if let Some(hung) = lock(&state.hung).clone() {
+        return failed(format!(
+            "not run: `{hung}` of this case hung, and its thread may still hold the case"
+        ));
     }
     let (sender, receiver) = mpsc::channel();
     let worker = {
@@ -363,38 +377,21 @@ fn execute_with_limit(state: &Arc<CaseState>, check: Check, device: DeviceSpec) 
             })
     };
     if let Err(error) = worker {
-        return failed_record(
-            &state.case,
-            check,
-            device,
-            format!("could not start the trial's thread: {error}"),
-            started,
-        );
+        return failed(format!("could not start the trial's thread: {error}"));
     }
     match receiver.recv_timeout(state.time_limit) {
         Ok(record) => record,
         Err(RecvTimeoutError::Timeout) => {
-            let name = trial_name(&state.case, check, device);
-            *lock(&state.hung) = Some(name);
-            failed_record(
-                &state.case,
-                check,
-                device,
-                format!(
-                    "timed out: still running after {}, the time limit (a hang?); \
-                     raise it with `--trial-timeout` or `Case::time_limit`",
-                    seconds(state.time_limit)
-                ),
-                started,
-            )
+            *lock(&state.hung) = Some(trial_name(&state.case, check, device));
+            failed(format!(
+                "timed out: still running after {}, the time limit (a hang?); \
+                 raise it with `--trial-timeout` or `Case::time_limit`",
+                seconds(state.time_limit)
+            ))
         }
-        Err(RecvTimeoutError::Disconnected) => failed_record(
-            &state.case,
-            check,
-            device,
-            "the trial's thread ended without a verdict".to_owned(),
-            started,
-        ),
+        Err(RecvTimeoutError::Disconnected) => {
+            failed("the trial's thread ended without a verdict".to_owned())
+        }
     }
 }
 
@@ -425,17 +422,15 @@ fn execute(state: &CaseState, check: Check, device: DeviceSpec) -> TrialRecord {
         Ok(Err(error)) => (Outcome::Failed, error.to_string(), json!({})),
         Err(panic) => (Outcome::Failed, panic, json!({})),
     };
-    TrialRecord {
-        name: trial_name(case, check, device),
-        case: case.name().to_owned(),
+    record(
+        case,
         check,
-        device: device.to_string(),
-        dtype: kind_name(case.kind()).to_owned(),
+        device,
         outcome,
         message,
         metrics,
-        duration_ms: started.elapsed().as_secs_f64() * 1e3,
-    }
+        elapsed_ms(started),
+    )
 }
 
 fn trial_name(case: &Case, check: Check, device: DeviceSpec) -> String {
@@ -762,26 +757,24 @@ fn make_trial(
         })
         .with_ignored_flag(true);
         if !arguments.is_filtered_out(&trial) && !arguments.list {
-            sink.record(TrialRecord {
-                name,
-                case: state.case.name().to_owned(),
+            sink.record(record(
+                &state.case,
                 check,
-                device: slot.device.to_string(),
-                dtype: kind_name(state.case.kind()).to_owned(),
-                outcome: Outcome::Ignored,
-                message: reason,
-                metrics: json!({}),
-                duration_ms: 0.0,
-            });
+                slot.device,
+                Outcome::Ignored,
+                reason,
+                json!({}),
+                0.0,
+            ));
         }
         return trial;
     }
     let (state, sink, device) = (Arc::clone(state), Arc::clone(sink), slot.device);
-    Trial::test(name, move || {
-        sink.start(&trial_name(&state.case, check, device));
-        let record = execute_with_limit(&state, check, device);
-        let failure = (record.outcome == Outcome::Failed).then(|| record.message.clone());
-        sink.record(record);
+    Trial::test(name.clone(), move || {
+        sink.start(&name);
+        let ended = execute_with_limit(&state, check, device);
+        let failure = (ended.outcome == Outcome::Failed).then(|| ended.message.clone());
+        sink.record(ended);
         match failure {
             Some(message) => Err(message.into()),
             None => Ok(()),
