@@ -280,7 +280,7 @@ pub fn describe(machine: &Machine) -> String {
 mod tests {
     use super::*;
     use crate::merge::{merge, Input};
-    use crate::report::{Environment, Totals, SCHEMA};
+    use crate::report::fixtures::{linux, one_machine};
     use serde_json::{json, Map};
 
     fn trial(case: &str, check: &str, device: &str, outcome: Outcome, message: &str) -> Trial {
@@ -298,24 +298,7 @@ mod tests {
     }
 
     fn single(host: &str, trials: Vec<Trial>) -> Report {
-        Report {
-            schema: SCHEMA,
-            complete: true,
-            interrupted: None,
-            cases: None,
-            environment: Some(Environment {
-                host: host.into(),
-                git_commit: Some("0123456789abcdef".into()),
-                torch_version: Some("2.11.0".into()),
-                os: Some("linux".into()),
-                arch: Some("x86_64".into()),
-                rest: Map::new(),
-            }),
-            machines: None,
-            totals: Totals::of(&trials),
-            trials,
-            rest: Map::new(),
-        }
+        one_machine(linux(host, Some("0123456789abcdef"), Map::new()), trials)
     }
 
     #[test]

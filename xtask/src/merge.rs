@@ -297,18 +297,16 @@ fn merged_cases(inputs: &[Input]) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::fixtures::{linux, one_machine};
     use crate::report::{Environment, Outcome, Trial};
     use serde_json::{json, Value};
 
     fn environment(host: &str, commit: Option<&str>, cuda: bool) -> Environment {
-        Environment {
-            host: host.into(),
-            git_commit: commit.map(Into::into),
-            torch_version: Some("2.11.0".into()),
-            os: Some("linux".into()),
-            arch: Some("x86_64".into()),
-            rest: Map::from_iter([("cuda".to_owned(), Value::Bool(cuda))]),
-        }
+        linux(
+            host,
+            commit,
+            Map::from_iter([("cuda".to_owned(), Value::Bool(cuda))]),
+        )
     }
 
     fn trial(case: &str, check: &str, device: &str, outcome: Outcome) -> Trial {
@@ -328,17 +326,7 @@ mod tests {
     fn input(name: &str, environment: Environment, trials: Vec<Trial>) -> Input {
         Input {
             name: name.into(),
-            report: Report {
-                schema: SCHEMA,
-                complete: true,
-                interrupted: None,
-                cases: None,
-                environment: Some(environment),
-                machines: None,
-                totals: Totals::of(&trials),
-                trials,
-                rest: Map::new(),
-            },
+            report: one_machine(environment, trials),
         }
     }
 

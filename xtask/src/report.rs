@@ -317,6 +317,39 @@ fn strip_position(message: &str) -> String {
     }
 }
 
+/// Reports for unit tests: one machine's, as a matrix run writes them.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use super::*;
+
+    /// A Linux x86_64 machine with torch 2.11.0; `rest` holds anything else.
+    pub fn linux(host: &str, commit: Option<&str>, rest: Map<String, Value>) -> Environment {
+        Environment {
+            host: host.into(),
+            git_commit: commit.map(Into::into),
+            torch_version: Some("2.11.0".into()),
+            os: Some("linux".into()),
+            arch: Some("x86_64".into()),
+            rest,
+        }
+    }
+
+    /// A complete report of `trials` from one machine.
+    pub fn one_machine(environment: Environment, trials: Vec<Trial>) -> Report {
+        Report {
+            schema: SCHEMA,
+            complete: true,
+            interrupted: None,
+            cases: None,
+            environment: Some(environment),
+            machines: None,
+            totals: Totals::of(&trials),
+            trials,
+            rest: Map::new(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

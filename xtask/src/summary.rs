@@ -208,7 +208,8 @@ fn clip(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{Environment, Outcome, Totals, Trial, SCHEMA};
+    use crate::report::fixtures::{linux, one_machine};
+    use crate::report::{Outcome, Trial};
     use serde_json::{json, Map};
 
     fn trial(check: &str, outcome: Outcome, message: &str, metrics: serde_json::Value) -> Trial {
@@ -226,24 +227,7 @@ mod tests {
     }
 
     fn report(trials: Vec<Trial>) -> Report {
-        Report {
-            schema: SCHEMA,
-            complete: true,
-            interrupted: None,
-            cases: None,
-            environment: Some(Environment {
-                host: "ci".into(),
-                git_commit: None,
-                torch_version: Some("2.11.0".into()),
-                os: Some("linux".into()),
-                arch: Some("x86_64".into()),
-                rest: Map::new(),
-            }),
-            machines: None,
-            totals: Totals::of(&trials),
-            trials,
-            rest: Map::new(),
-        }
+        one_machine(linux("ci", None, Map::new()), trials)
     }
 
     #[test]
