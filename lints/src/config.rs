@@ -15,6 +15,12 @@
 //! call = "^log_scalar$"             # regex over the callee
 //! message = "`log_scalar` reads its tensor back to the host"
 //! level = "warn"                    # optional, defaults to custom-pattern's level
+//!
+//! [lint.hot]                        # code outside the release hot path, linted as hot code
+//! tests = true                      # #[test], #[cfg(test)], tests/ (default: not reported)
+//! debug-assertions = true           # debug_assert!, #[cfg(debug_assertions)] (default: not reported)
+//! debug-logs = true                 # debug!/trace! arguments (default: notes)
+//! features = ["cuda"]               # features taken as enabled besides `default` (others: notes)
 //! ```
 
 use std::collections::BTreeMap;
@@ -58,6 +64,22 @@ pub struct CustomPattern {
     pub level: Option<Level>,
 }
 
+/// Which code outside the release hot path is linted as hot code
+/// (`[lint.hot]`). By default test code and debug assertions are not
+/// reported, and debug logs and code behind features that are off by
+/// default are reported as notes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HotCode {
+    /// `#[test]`, `#[cfg(test)]` and files under `tests/`.
+    pub tests: bool,
+    /// `debug_assert!` and `#[cfg(debug_assertions)]`.
+    pub debug_assertions: bool,
+    /// The arguments of `debug!` and `trace!`.
+    pub debug_logs: bool,
+    /// Cargo features taken as enabled in every crate, besides `default`.
+    pub features: Vec<String>,
+}
+
 /// The lint's configuration.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -66,6 +88,8 @@ pub struct Config {
     pub patterns: Vec<CustomPattern>,
     /// Files larger than this many bytes are reported as errors, not parsed.
     pub max_file_size: u64,
+    /// Code outside the release hot path that is linted as hot code.
+    pub hot: HotCode,
     /// Where the configuration was read from, if from a file.
     pub path: Option<PathBuf>,
 }
@@ -76,6 +100,7 @@ impl Default for Config {
             levels: BTreeMap::new(),
             patterns: Vec::new(),
             max_file_size: DEFAULT_MAX_FILE_SIZE,
+            hot: HotCode::default(),
             path: None,
         }
     }
@@ -136,6 +161,21 @@ struct RawLint {
     #[serde(default)]
     patterns: Vec<RawPattern>,
     max_file_size: Option<u64>,
+    #[serde(default)]
+    hot: RawHot,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawHot {
+    #[serde(default)]
+    tests: bool,
+    #[serde(default)]
+    debug_assertions: bool,
+    #[serde(default)]
+    debug_logs: bool,
+    #[serde(default)]
+    features: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -202,6 +242,12 @@ impl Config {
         if let Some(max) = raw.lint.max_file_size {
             config.max_file_size = max;
         }
+        config.hot = HotCode {
+            tests: raw.lint.hot.tests,
+            debug_assertions: raw.lint.hot.debug_assertions,
+            debug_logs: raw.lint.hot.debug_logs,
+            features: raw.lint.hot.features,
+        };
         Ok(config)
     }
 
@@ -260,9 +306,15 @@ mod tests {
             call = "^log_scalar$"
             message = "reads back"
             level = "note"
+
+            [lint.hot]
+            tests = true
+            features = ["cuda"]
             "#,
         )
         .unwrap();
+        assert!(config.hot.tests && !config.hot.debug_logs);
+        assert_eq!(config.hot.features, ["cuda"]);
         assert_eq!(config.level(RuleId::HostSync), Level::Deny);
         assert_eq!(config.level(RuleId::DataDependentShape), Level::Allow);
         assert_eq!(config.level(RuleId::HostValueOp), Level::Warn);

@@ -1,4 +1,5 @@
-//! A lint run: read, prefilter, parse in parallel, resolve per crate, report.
+//! A lint run: read, prefilter, parse in parallel, resolve per workspace,
+//! report.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -9,12 +10,14 @@ use std::sync::Arc;
 use aho_corasick::AhoCorasick;
 use rayon::prelude::*;
 
-use crate::analysis::crate_pass::CrateIndex;
-use crate::analysis::facts::{Context, FileFacts, Loc};
+use crate::analysis::crate_pass::{CrateIndex, FileInfo, Unit};
+use crate::analysis::facts::{Cold, FileFacts};
+use crate::analysis::hot_path::Features;
+use crate::analysis::scope::{file_scope, FileScope};
 use crate::analysis::{analyze_source, AnalysisError};
-use crate::config::{Config, Level};
-use crate::rules::RuleId;
-use crate::{prefilter, walk, FileError, Finding, Report, Severity};
+use crate::config::Config;
+use crate::workspace::{Layout, Membership};
+use crate::{findings, prefilter, walk, FileError, Report};
 
 /// Stack size of the worker threads: syn and the walker recurse once per
 /// nesting level, and the prefilter admits up to `MAX_NESTING` of them.
@@ -49,28 +52,52 @@ struct Input<'a> {
     text: Option<&'a str>,
 }
 
+/// Where a file sits: its crate and workspace, its unit and module, and
+/// how it is compiled.
+pub(crate) struct Placement {
+    pub(crate) member: Membership,
+    pub(crate) scope: FileScope,
+    pub(crate) features: Arc<Features>,
+    /// The crate's name, for paths from sibling crates.
+    pub(crate) crate_name: Option<String>,
+}
+
 /// One file after the first pass.
-struct Scanned<'a> {
-    path: PathBuf,
-    crate_root: Option<PathBuf>,
+pub(crate) struct Scanned<'a> {
+    pub(crate) path: PathBuf,
+    pub(crate) placement: Placement,
     /// Kept for parsed files (rendering) and in-memory inputs (second pass).
     text: Option<Cow<'a, str>>,
     read: bool,
-    facts: Option<FileFacts>,
+    pub(crate) facts: Option<FileFacts>,
     error: Option<FileError>,
 }
 
 fn run(inputs: Vec<Input<'_>>, mut errors: Vec<FileError>, config: &Config) -> Report {
-    let mut roots = HashMap::new();
-    let crate_roots: Vec<Option<PathBuf>> = inputs
+    let mut layout = Layout::new(&config.hot.features);
+    let placements: Vec<Placement> = inputs
         .iter()
-        .map(|i| crate_root(&i.path, &mut roots))
+        .map(|i| {
+            let member = layout.membership(&i.path);
+            let scope = file_scope(&i.path, member.crate_root.as_deref());
+            let features = layout.features(member.crate_root.as_deref());
+            let crate_name = member
+                .crate_root
+                .as_deref()
+                .and_then(|root| layout.crate_name(root));
+            Placement {
+                member,
+                scope,
+                features,
+                crate_name,
+            }
+        })
         .collect();
     let pool = rayon::ThreadPoolBuilder::new()
         .stack_size(WORKER_STACK_SIZE)
         .thread_name(|i| format!("devcheck-lint-{i}"))
         .build();
-    let work = || first_and_second_pass(inputs, crate_roots, config);
+    let work = || first_and_second_pass(inputs, placements, config);
     let mut scanned = match &pool {
         Ok(pool) => pool.install(work),
         Err(_) => work(),
@@ -96,7 +123,7 @@ fn run(inputs: Vec<Input<'_>>, mut errors: Vec<FileError>, config: &Config) -> R
             );
         }
     }
-    report.findings = findings(&scanned, config);
+    report.findings = findings::collect(&scanned, config);
     let wanted: HashSet<&Path> = report
         .findings
         .iter()
@@ -115,49 +142,23 @@ fn run(inputs: Vec<Input<'_>>, mut errors: Vec<FileError>, config: &Config) -> R
     report
 }
 
-/// The nearest directory above `path` holding a `Cargo.toml`.
-fn crate_root(path: &Path, cache: &mut HashMap<PathBuf, Option<PathBuf>>) -> Option<PathBuf> {
-    let mut visited = Vec::new();
-    let mut found = None;
-    for dir in path.ancestors().skip(1) {
-        if let Some(known) = cache.get(dir) {
-            found = known.clone();
-            break;
-        }
-        visited.push(dir.to_owned());
-        let manifest = if dir.as_os_str().is_empty() {
-            PathBuf::from("Cargo.toml")
-        } else {
-            dir.join("Cargo.toml")
-        };
-        if manifest.is_file() {
-            found = Some(dir.to_owned());
-            break;
-        }
-    }
-    for dir in visited {
-        cache.insert(dir, found.clone());
-    }
-    found
-}
-
 fn first_and_second_pass<'a>(
     inputs: Vec<Input<'a>>,
-    crate_roots: Vec<Option<PathBuf>>,
+    placements: Vec<Placement>,
     config: &Config,
 ) -> Vec<Scanned<'a>> {
     let everything = !config.patterns.is_empty();
     let mut scanned: Vec<Scanned<'a>> = inputs
         .into_par_iter()
-        .zip(crate_roots)
-        .map(|(input, crate_root)| {
+        .zip(placements)
+        .map(|(input, placement)| {
             let from_memory = input.text.is_some();
             let text = match load(&input, config) {
                 Ok(text) => text,
                 Err(error) => {
                     return Scanned {
                         path: input.path,
-                        crate_root,
+                        placement,
                         text: None,
                         read: false,
                         facts: None,
@@ -166,10 +167,10 @@ fn first_and_second_pass<'a>(
                 }
             };
             if everything || prefilter::is_candidate(&text) {
-                let (facts, error) = analyze(&input.path, &text, config);
+                let (facts, error) = analyze(&input.path, &text, config, &placement);
                 Scanned {
                     path: input.path,
-                    crate_root,
+                    placement,
                     text: Some(text),
                     read: true,
                     facts,
@@ -181,7 +182,7 @@ fn first_and_second_pass<'a>(
                 let text = from_memory.then_some(text);
                 Scanned {
                     path: input.path,
-                    crate_root,
+                    placement,
                     text,
                     read: true,
                     facts: None,
@@ -197,14 +198,10 @@ fn first_and_second_pass<'a>(
     let mut tried: HashSet<usize> = HashSet::new();
     loop {
         let results = {
-            let crates = group_by_crate(&scanned);
+            let crates = group_by_workspace(&scanned);
             let mut needles_by_crate: HashMap<&Option<PathBuf>, AhoCorasick> = HashMap::new();
             for (root, members) in &crates {
-                let facts: Vec<&FileFacts> = members
-                    .iter()
-                    .filter_map(|&i| scanned[i].facts.as_ref())
-                    .collect();
-                let index = CrateIndex::new(&facts);
+                let (_, index) = workspace_index(&scanned, members);
                 let summary = index.summarize();
                 let names: HashSet<&str> = summary
                     .syncs
@@ -253,7 +250,7 @@ fn first_and_second_pass<'a>(
                     if !needles.is_match(text.as_ref()) {
                         return None;
                     }
-                    let (facts, error) = analyze(&file.path, &text, config);
+                    let (facts, error) = analyze(&file.path, &text, config, &file.placement);
                     Some((i, Some(text), facts, error))
                 })
                 .collect::<Vec<(
@@ -278,17 +275,70 @@ fn first_and_second_pass<'a>(
     scanned
 }
 
-fn group_by_crate<'s>(scanned: &'s [Scanned<'_>]) -> Vec<(&'s Option<PathBuf>, Vec<usize>)> {
-    let mut crates: Vec<(&Option<PathBuf>, Vec<usize>)> = Vec::new();
+/// The files of each workspace (files outside any crate form one group).
+pub(crate) fn group_by_workspace<'s>(
+    scanned: &'s [Scanned<'_>],
+) -> Vec<(&'s Option<PathBuf>, Vec<usize>)> {
+    let mut groups: Vec<(&Option<PathBuf>, Vec<usize>)> = Vec::new();
     let mut position: HashMap<&Option<PathBuf>, usize> = HashMap::new();
     for (i, file) in scanned.iter().enumerate() {
-        let slot = *position.entry(&file.crate_root).or_insert_with(|| {
-            crates.push((&file.crate_root, Vec::new()));
-            crates.len() - 1
+        let key = &file.placement.member.workspace;
+        let slot = *position.entry(key).or_insert_with(|| {
+            groups.push((key, Vec::new()));
+            groups.len() - 1
         });
-        crates[slot].1.push(i);
+        groups[slot].1.push(i);
     }
-    crates
+    groups
+}
+
+/// The crate index of one workspace's parsed files, with the position in
+/// `scanned` of each indexed file.
+pub(crate) fn workspace_index<'s>(
+    scanned: &'s [Scanned<'_>],
+    members: &[usize],
+) -> (Vec<usize>, CrateIndex<'s>) {
+    let mut crate_roots: Vec<&Option<PathBuf>> = Vec::new();
+    let mut crate_names: Vec<Option<String>> = Vec::new();
+    let mut units: Vec<Unit> = Vec::new();
+    let mut positions = Vec::new();
+    let mut files = Vec::new();
+    for &i in members {
+        let file = &scanned[i];
+        let Some(facts) = &file.facts else {
+            continue;
+        };
+        let placement = &file.placement;
+        let krate = match crate_roots
+            .iter()
+            .position(|r| **r == placement.member.crate_root)
+        {
+            Some(k) => k,
+            None => {
+                crate_roots.push(&placement.member.crate_root);
+                crate_names.push(placement.crate_name.clone());
+                crate_roots.len() - 1
+            }
+        };
+        let unit = Unit {
+            krate,
+            target: placement.scope.target.clone(),
+        };
+        let unit = match units.iter().position(|u| *u == unit) {
+            Some(u) => u,
+            None => {
+                units.push(unit);
+                units.len() - 1
+            }
+        };
+        positions.push(i);
+        files.push(FileInfo {
+            facts,
+            unit,
+            module: placement.scope.module.clone(),
+        });
+    }
+    (positions, CrateIndex::new(files, units, crate_names))
 }
 
 /// Reads (or borrows) a file's text, enforcing the size limit and UTF-8.
@@ -330,8 +380,16 @@ fn load<'a>(input: &Input<'a>, config: &Config) -> Result<Cow<'a, str>, FileErro
 }
 
 /// Parses and walks one file, turning a panic into an error entry.
-fn analyze(path: &Path, text: &str, config: &Config) -> (Option<FileFacts>, Option<FileError>) {
-    let outcome = catch_unwind(AssertUnwindSafe(|| analyze_source(text, &config.patterns)));
+fn analyze(
+    path: &Path,
+    text: &str,
+    config: &Config,
+    placement: &Placement,
+) -> (Option<FileFacts>, Option<FileError>) {
+    let file_cold = placement.scope.is_test().then_some(Cold::Test);
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        analyze_source(text, &config.patterns, &placement.features, file_cold)
+    }));
     let into_error = |(line, message): AnalysisError| FileError {
         file: path.to_owned(),
         line,
@@ -350,147 +408,4 @@ fn analyze(path: &Path, text: &str, config: &Config) -> (Option<FileFacts>, Opti
             (None, Some(into_error((None, format!("internal error while analysing this file ({detail}); the file was not linted")))))
         }
     }
-}
-
-/// Turns sites and calls in loops into findings, crate by crate.
-fn findings(scanned: &[Scanned<'_>], config: &Config) -> Vec<Finding> {
-    let mut out: Vec<Finding> = Vec::new();
-    for (_, members) in group_by_crate(scanned) {
-        let parsed: Vec<(usize, &FileFacts)> = members
-            .iter()
-            .filter_map(|&i| scanned[i].facts.as_ref().map(|f| (i, f)))
-            .collect();
-        let facts: Vec<&FileFacts> = parsed.iter().map(|(_, f)| *f).collect();
-        let index = CrateIndex::new(&facts);
-        let summary = index.summarize();
-        for (scanned_index, file) in &parsed {
-            let path = &scanned[*scanned_index].path;
-            let mut emit = |rule: RuleId,
-                            pattern: Option<usize>,
-                            message: String,
-                            mut notes: Vec<String>,
-                            loc: Loc,
-                            context: &Context,
-                            guard: Option<&String>| {
-                let Some(loop_id) = context.loop_id else {
-                    return;
-                };
-                if file
-                    .suppressions
-                    .allows(rule, loc.line, context.statement_line)
-                {
-                    return;
-                }
-                let level = pattern
-                    .and_then(|p| config.patterns.get(p))
-                    .and_then(|p| p.level)
-                    .unwrap_or_else(|| config.level(rule));
-                let loop_line = file.loops[loop_id].line;
-                let quiet = if file.loops[loop_id].has_nested_loop {
-                    notes.push(format!(
-                        "runs once per iteration of the loop at line {loop_line}, whose body holds a nested loop (the once-per-epoch level)"
-                    ));
-                    true
-                } else if let Some(guard) = guard {
-                    notes.push(format!("runs only when `{guard}`"));
-                    true
-                } else {
-                    notes.push(format!(
-                        "inside the loop at line {loop_line}: the host waits for the device on every iteration"
-                    ));
-                    false
-                };
-                let severity = match level {
-                    Level::Allow => return,
-                    Level::Note => Severity::Note,
-                    _ if quiet => Severity::Note,
-                    Level::Warn => Severity::Warning,
-                    Level::Deny => Severity::Error,
-                };
-                out.push(Finding {
-                    rule,
-                    severity,
-                    file: path.clone(),
-                    line: loc.line,
-                    column: loc.column,
-                    end_line: loc.end_line,
-                    end_column: loc.end_column,
-                    message,
-                    notes,
-                    help: rule.info().help,
-                });
-            };
-            for site in &file.sites {
-                if site.context.loop_id.is_none() || !index.satisfied(site.requirement.as_ref()) {
-                    continue;
-                }
-                let mut notes: Vec<String> = site.hit.note.iter().cloned().collect();
-                let message = if site.via.is_empty() {
-                    site.hit.message.clone()
-                } else {
-                    let mut steps = site.via.clone();
-                    steps.push(site.hit.op.clone());
-                    notes.insert(0, format!("via {}", quoted_chain(&steps)));
-                    format!(
-                        "{} syncs with the device: {}",
-                        site.via[0], site.hit.message
-                    )
-                };
-                emit(
-                    site.hit.rule,
-                    site.pattern,
-                    message,
-                    notes,
-                    site.loc,
-                    &site.context,
-                    site.context.periodic.as_ref(),
-                );
-            }
-            for call in &file.calls {
-                if call.context.loop_id.is_none() {
-                    continue;
-                }
-                let callees = index.callees(&call.callee);
-                let Some(chain) =
-                    index.chain_through(&summary.syncs, &callees, call.context.periodic.as_ref())
-                else {
-                    continue;
-                };
-                let notes = vec![format!("via {}", quoted_chain(&chain.steps))];
-                let message = format!(
-                    "`{}` syncs with the device: {}",
-                    chain.steps[0], chain.message
-                );
-                let guard = chain.periodic.as_ref();
-                emit(
-                    chain.rule,
-                    chain.pattern,
-                    message,
-                    notes,
-                    call.loc,
-                    &call.context,
-                    guard,
-                );
-            }
-        }
-    }
-    out.sort_by(|a, b| {
-        (&a.file, a.line, a.column, a.rule).cmp(&(&b.file, b.line, b.column, b.rule))
-    });
-    out.dedup_by(|a, b| (&a.file, a.line, a.column, a.rule) == (&b.file, b.line, b.column, b.rule));
-    out
-}
-
-fn quoted_chain(steps: &[String]) -> String {
-    steps
-        .iter()
-        .map(|s| {
-            if s.starts_with("closure `") {
-                s.clone()
-            } else {
-                format!("`{s}`")
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" → ")
 }

@@ -15,11 +15,13 @@
 pub mod analysis;
 pub mod config;
 mod engine;
+mod findings;
 pub mod prefilter;
 pub mod render;
 pub mod rules;
 mod suppress;
 pub mod walk;
+mod workspace;
 
 use std::collections::HashMap;
 use std::path::PathBuf;

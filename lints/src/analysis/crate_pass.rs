@@ -1,21 +1,37 @@
-//! The crate-level pass: resolves deferred types against the crate's
-//! structs and signatures, and computes which crate-local functions sync
-//! (directly or through calls) and which contain loops.
+//! The crate-level pass, over every parsed file of a workspace: resolves
+//! deferred types and calls against the crate-local structs, impls and
+//! signatures, decides where deferred values live, computes which
+//! crate-local functions sync (directly or through calls, and on which
+//! arguments), and which loops run training or generation steps.
 //!
-//! Resolution is by name, as precise as syntax allows: `Type::f` and
-//! `value.f()` with a known receiver type resolve to that type's `f`; a call
-//! on an unknown receiver resolves to every crate method named `f` unless the
-//! name is one the standard library or tch also uses (`step`, `push`, ...),
-//! and a call counts as syncing only if every candidate syncs.
+//! Resolution follows scopes: a call resolves first within its own module,
+//! then through the file's `use` declarations, then within its compilation
+//! unit, its crate's library, and the workspace's other libraries. Names
+//! are never merged across units that cannot see each other (two examples'
+//! `train` functions stay apart). A method call on a receiver of known type
+//! resolves to that type's impl, on a trait or generic receiver to every
+//! impl of the trait, and on an unknown receiver to every visible method of
+//! that name unless the standard library or tch also uses it; a call counts
+//! as syncing only if every candidate syncs.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
-use super::facts::{CallSite, Callee, FileFacts, FnFacts, StructFacts, TyKind};
-use super::values::{tensor_method_returns_tensor, Requirement, TypeRef};
+use super::facts::{
+    CallSite, Callee, Cold, FieldStore, FileFacts, FnFacts, Site, StructFacts, TyKind,
+};
+use super::scope::Target;
+use super::values::{tensor_method_returns_tensor, Place, PlaceRef, Requirement, TypeRef};
+use super::walker::{is_forward, is_update};
+use crate::analysis::facts::Fix;
 use crate::rules::RuleId;
 
-/// A function: (file index within the crate, function index within the file).
+/// A function: (file index within the workspace, function index within the file).
 pub(crate) type FnId = (usize, usize);
+
+/// How deep placement and type questions are followed through fields,
+/// calls and callers before the answer is "possibly on a device".
+const MAX_DEPTH: usize = 12;
 
 /// Method names too common to resolve without knowing the receiver's type:
 /// the standard library's and tch's own.
@@ -61,9 +77,12 @@ const AMBIGUOUS_METHODS: &[&str] = &[
     "as_ref",
     "into",
     "from",
+    "try_into",
+    "try_from",
     "fmt",
     "eq",
     "cmp",
+    "partial_cmp",
     "hash",
     "add",
     "sub",
@@ -121,15 +140,28 @@ const AMBIGUOUS_METHODS: &[&str] = &[
     "open",
     "parse",
     "with_capacity",
+    "serialize",
+    "deserialize",
+    "visit",
 ];
 
-/// The resolved facts of one crate's files.
-pub(crate) struct CrateIndex<'a> {
-    files: &'a [&'a FileFacts],
-    by_name: HashMap<&'a str, Vec<FnId>>,
-    structs: HashMap<&'a str, Vec<&'a StructFacts>>,
-    fields: HashMap<&'a str, Vec<&'a TyKind>>,
-    local_types: HashSet<&'a str>,
+/// One file as the crate pass sees it.
+pub(crate) struct FileInfo<'a> {
+    /// What the walk found.
+    pub facts: &'a FileFacts,
+    /// Its compilation unit (index into the index's units).
+    pub unit: usize,
+    /// Its module path within the unit.
+    pub module: Vec<String>,
+}
+
+/// A compilation unit: a crate's library, binary, example, test or bench.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Unit {
+    /// Which crate of the workspace (index into the crate names).
+    pub krate: usize,
+    /// Which target of it.
+    pub target: Target,
 }
 
 /// How a crate-local function syncs: the chain down to the operation.
@@ -141,77 +173,392 @@ pub(crate) struct Chain {
     pub steps: Vec<String>,
     /// A periodic guard somewhere along the chain.
     pub periodic: Option<String>,
+    /// Set when the operation is in code outside the release hot path.
+    pub cold: Option<Cold>,
     /// The `devcheck.toml` pattern, for custom-pattern chains.
     pub pattern: Option<usize>,
     /// The operation's own message.
     pub message: String,
+    /// Which advice fits the operation.
+    pub fix: Fix,
+    /// Where the operation's subject lives, in terms of the first
+    /// function's parameters: on the CPU, the call does not sync.
+    pub condition: Place,
 }
 
-/// Which functions sync once per call.
+/// Which functions sync once per call, and how.
 #[derive(Default)]
 pub(crate) struct Summary {
-    /// Functions that sync once per call, with how.
-    pub syncs: HashMap<FnId, Chain>,
+    /// Functions that sync once per call, with how (a few ways each, for
+    /// different arguments).
+    pub syncs: HashMap<FnId, Vec<Chain>>,
+}
+
+/// How often code in a loop runs, as far as the loop structure says.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct LoopLevel {
+    /// The loop runs no update itself but encloses a loop that runs steps
+    /// (directly, or in a function it calls): the once-per-epoch level. The
+    /// line of that inner step loop, or of the call.
+    pub per_epoch: Option<usize>,
+    /// The loop takes one incoming request per iteration.
+    pub request: bool,
+}
+
+/// What the loops of every file of the workspace do.
+pub(crate) struct LoopLevels {
+    levels: Vec<Vec<LoopLevel>>,
+}
+
+impl LoopLevels {
+    /// The level of a loop of a file.
+    pub(crate) fn get(&self, file: usize, loop_id: usize) -> LoopLevel {
+        self.levels[file][loop_id]
+    }
+}
+
+/// Every call site of each crate-local function: (file, call index).
+type Callers = HashMap<FnId, Vec<(usize, usize)>>;
+
+/// Placement questions answered once.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum PlaceKey {
+    Field(String, String),
+    Return(FnId),
+    Param(FnId, usize),
+}
+
+/// Parameters' places while evaluating a place.
+enum Env<'e> {
+    /// In this function: parameters are placed by what its callers pass.
+    In(Option<FnId>),
+    /// Parameters are these arguments, themselves placed in `outer`.
+    Args(&'e [Place], &'e Env<'e>),
+}
+
+/// The resolved facts of one workspace's files.
+pub(crate) struct CrateIndex<'a> {
+    files: Vec<FileInfo<'a>>,
+    units: Vec<Unit>,
+    crate_names: Vec<Option<String>>,
+    by_name: HashMap<&'a str, Vec<FnId>>,
+    structs: HashMap<&'a str, Vec<(usize, &'a StructFacts)>>,
+    fields: HashMap<&'a str, Vec<&'a TyKind>>,
+    stores: HashMap<(&'a str, &'a str), Vec<(usize, &'a FieldStore)>>,
+    traits_of: HashMap<&'a str, Vec<&'a str>>,
+    traits: HashSet<&'a str>,
+    local_types: HashSet<&'a str>,
+    callers: RefCell<Option<Callers>>,
+    places: RefCell<HashMap<PlaceKey, bool>>,
+    visiting: RefCell<HashSet<PlaceKey>>,
 }
 
 impl<'a> CrateIndex<'a> {
-    /// Indexes the given files of one crate.
-    pub(crate) fn new(files: &'a [&'a FileFacts]) -> CrateIndex<'a> {
+    /// Indexes the given files of one workspace.
+    pub(crate) fn new(
+        files: Vec<FileInfo<'a>>,
+        units: Vec<Unit>,
+        crate_names: Vec<Option<String>>,
+    ) -> CrateIndex<'a> {
         let mut by_name: HashMap<&str, Vec<FnId>> = HashMap::new();
-        let mut structs: HashMap<&str, Vec<&StructFacts>> = HashMap::new();
+        let mut structs: HashMap<&str, Vec<(usize, &StructFacts)>> = HashMap::new();
         let mut fields: HashMap<&str, Vec<&TyKind>> = HashMap::new();
+        let mut stores: HashMap<(&str, &str), Vec<(usize, &FieldStore)>> = HashMap::new();
+        let mut traits_of: HashMap<&str, Vec<&str>> = HashMap::new();
+        let mut traits = HashSet::new();
         let mut local_types = HashSet::new();
         for (file_index, file) in files.iter().enumerate() {
-            for (fn_index, function) in file.functions.iter().enumerate() {
+            let facts = file.facts;
+            for (fn_index, function) in facts.functions.iter().enumerate() {
                 by_name
                     .entry(function.name.as_str())
                     .or_default()
                     .push((file_index, fn_index));
                 if let Some(owner) = &function.owner {
                     local_types.insert(owner.as_str());
+                    if function.in_trait {
+                        traits.insert(owner.as_str());
+                    }
+                    if let Some(tr) = &function.trait_impl {
+                        traits.insert(tr.as_str());
+                        let list = traits_of.entry(owner.as_str()).or_default();
+                        if !list.contains(&tr.as_str()) {
+                            list.push(tr.as_str());
+                        }
+                    }
                 }
             }
-            for structure in &file.structs {
+            for structure in &facts.structs {
                 structs
                     .entry(structure.name.as_str())
                     .or_default()
-                    .push(structure);
+                    .push((file_index, structure));
                 local_types.insert(structure.name.as_str());
                 for (name, ty) in &structure.fields {
                     fields.entry(name.as_str()).or_default().push(ty);
                 }
             }
+            for store in &facts.field_stores {
+                stores
+                    .entry((store.owner.as_str(), store.field.as_str()))
+                    .or_default()
+                    .push((file_index, store));
+            }
         }
         CrateIndex {
             files,
+            units,
+            crate_names,
             by_name,
             structs,
             fields,
+            stores,
+            traits_of,
+            traits,
             local_types,
+            callers: RefCell::new(None),
+            places: RefCell::new(HashMap::new()),
+            visiting: RefCell::new(HashSet::new()),
         }
     }
 
     /// The function behind an id.
     pub(crate) fn function(&self, id: FnId) -> &'a FnFacts {
-        &self.files[id.0].functions[id.1]
+        &self.files[id.0].facts.functions[id.1]
+    }
+
+    /// The facts of a file.
+    pub(crate) fn facts(&self, file: usize) -> &'a FileFacts {
+        self.files[file].facts
+    }
+
+    // ----- scopes --------------------------------------------------------
+
+    /// How close `file`'s unit is to the unit asking: 0 the same unit, 1
+    /// its crate's library, 2 another library of the workspace; `None`
+    /// when it cannot be seen from there.
+    fn rank(&self, from_unit: usize, file: usize) -> Option<u8> {
+        let unit = self.files[file].unit;
+        if unit == from_unit {
+            return Some(0);
+        }
+        let (from, to) = (&self.units[from_unit], &self.units[unit]);
+        match (to.target == Target::Lib, from.krate == to.krate) {
+            (true, true) => Some(1),
+            (true, false) => Some(2),
+            _ => None,
+        }
+    }
+
+    /// The candidates visible from `from_unit` that are closest to it.
+    fn closest(&self, from_unit: Option<usize>, ids: impl Iterator<Item = FnId>) -> Vec<FnId> {
+        let Some(from) = from_unit else {
+            return ids.collect();
+        };
+        let ranked: Vec<(u8, FnId)> = ids
+            .filter_map(|id| self.rank(from, id.0).map(|r| (r, id)))
+            .collect();
+        let Some(best) = ranked.iter().map(|(r, _)| *r).min() else {
+            return Vec::new();
+        };
+        ranked
+            .into_iter()
+            .filter(|(r, _)| *r == best)
+            .map(|(_, id)| id)
+            .collect()
     }
 
     fn named(&self, name: &str) -> impl Iterator<Item = FnId> + '_ {
         self.by_name.get(name).into_iter().flatten().copied()
     }
 
-    fn methods_of(&self, owner: &str, name: &str) -> Vec<FnId> {
-        let own: Vec<FnId> = self
-            .named(name)
-            .filter(|&id| self.function(id).owner.as_deref() == Some(owner))
+    /// The full module path of a function (file module, then inline `mod`s).
+    fn module_of(&self, id: FnId) -> Vec<&str> {
+        let file = &self.files[id.0];
+        file.module
+            .iter()
+            .map(String::as_str)
+            .chain(self.function(id).module.iter().map(String::as_str))
+            .collect()
+    }
+
+    /// The unit of a crate's library, by the crate's name.
+    fn library_of(&self, crate_name: &str) -> Option<usize> {
+        let krate = self
+            .crate_names
+            .iter()
+            .position(|n| n.as_deref() == Some(crate_name))?;
+        self.units
+            .iter()
+            .position(|u| u.krate == krate && u.target == Target::Lib)
+    }
+
+    /// Free functions a call to `path` from `file` (inside `function`)
+    /// reaches.
+    fn free_callees(&self, file: usize, function: Option<usize>, path: &[String]) -> Vec<FnId> {
+        let Some(name) = path.last() else {
+            return Vec::new();
+        };
+        let unit = self.files[file].unit;
+        let here: Vec<&str> = match function {
+            Some(f) => self.module_of((file, f)),
+            None => self.files[file].module.iter().map(String::as_str).collect(),
+        };
+        let free = |name: &str| -> Vec<FnId> {
+            self.named(name)
+                .filter(|&id| self.function(id).owner.is_none())
+                .collect()
+        };
+        let in_module =
+            |ids: &[FnId], unit: Option<usize>, tail: &[&str], exact: bool| -> Vec<FnId> {
+                ids.iter()
+                    .copied()
+                    .filter(|&id| unit.is_none_or(|u| self.files[id.0].unit == u))
+                    .filter(|&id| {
+                        let module = self.module_of(id);
+                        if exact {
+                            module == tail
+                        } else {
+                            module.ends_with(tail)
+                        }
+                    })
+                    .collect()
+            };
+        let candidates = free(name);
+        if path.len() == 1 {
+            let local = in_module(&candidates, Some(unit), &here, true);
+            if !local.is_empty() {
+                return local;
+            }
+            for import in &self.files[file].facts.uses {
+                if import.alias == *name && import.path.len() >= 2 {
+                    let found = self.path_callees(
+                        file,
+                        &here,
+                        &import.path,
+                        &free(import.path.last().map_or("", String::as_str)),
+                    );
+                    if !found.is_empty() {
+                        return found;
+                    }
+                }
+            }
+            for import in &self.files[file].facts.uses {
+                if import.alias == "*" {
+                    let mut glob = import.path.clone();
+                    glob.push(name.clone());
+                    let found = self.path_callees(file, &here, &glob, &candidates);
+                    if !found.is_empty() {
+                        return found;
+                    }
+                }
+            }
+            return self.closest(Some(unit), candidates.into_iter());
+        }
+        let found = self.path_callees(file, &here, path, &candidates);
+        if !found.is_empty() {
+            return found;
+        }
+        self.closest(Some(unit), candidates.into_iter())
+    }
+
+    /// The candidates whose module matches a written path's module part.
+    fn path_callees(
+        &self,
+        file: usize,
+        here: &[&str],
+        path: &[String],
+        candidates: &[FnId],
+    ) -> Vec<FnId> {
+        let unit = self.files[file].unit;
+        let prefix = &path[..path.len() - 1];
+        let mut target_unit = Some(unit);
+        let mut module: Vec<&str> = Vec::new();
+        let mut rest = prefix;
+        match prefix.first().map(String::as_str) {
+            Some("crate") => rest = &prefix[1..],
+            Some("self") => {
+                module = here.to_vec();
+                rest = &prefix[1..];
+            }
+            Some("super") => {
+                module = here.to_vec();
+                while rest.first().is_some_and(|s| s == "super") {
+                    module.pop();
+                    rest = &rest[1..];
+                }
+            }
+            Some(first) => {
+                if let Some(library) = self.library_of(first) {
+                    target_unit = Some(library);
+                    rest = &prefix[1..];
+                } else {
+                    // Relative to this module, or to the unit's root.
+                    target_unit = None;
+                }
+            }
+            None => {}
+        }
+        module.extend(rest.iter().map(String::as_str));
+        let matching: Vec<FnId> = candidates
+            .iter()
+            .copied()
+            .filter(|&id| target_unit.is_none_or(|u| self.files[id.0].unit == u))
+            .filter(|&id| self.module_of(id).ends_with(&module))
             .collect();
+        self.closest(Some(unit), matching.into_iter())
+    }
+
+    /// Methods named `name` of type (or trait) `owner`, as seen from `from`.
+    fn methods_of(&self, owner: &str, name: &str, from: Option<usize>) -> Vec<FnId> {
+        let own: Vec<FnId> = self.closest(
+            from,
+            self.named(name).filter(|&id| {
+                let f = self.function(id);
+                f.owner.as_deref() == Some(owner) && !f.in_trait
+            }),
+        );
         if !own.is_empty() {
             return own;
         }
-        // A trait's default method, called on a type that implements it.
-        self.named(name)
-            .filter(|&id| self.function(id).in_trait)
-            .collect()
+        if self.traits.contains(owner) {
+            // A trait or generic receiver: every impl of the trait.
+            let impls: Vec<FnId> = self.closest(
+                from,
+                self.named(name)
+                    .filter(|&id| self.function(id).trait_impl.as_deref() == Some(owner)),
+            );
+            if !impls.is_empty() {
+                return impls;
+            }
+            let default: Vec<FnId> = self.closest(
+                from,
+                self.named(name).filter(|&id| {
+                    let f = self.function(id);
+                    f.in_trait && f.owner.as_deref() == Some(owner)
+                }),
+            );
+            if !default.is_empty() {
+                return default;
+            }
+        }
+        // A default method of a trait the type implements.
+        let implemented = self.traits_of.get(owner);
+        let defaults: Vec<FnId> = self.closest(
+            from,
+            self.named(name).filter(|&id| {
+                let f = self.function(id);
+                f.in_trait
+                    && implemented.is_some_and(|t| t.contains(&f.owner.as_deref().unwrap_or("")))
+            }),
+        );
+        if !defaults.is_empty() {
+            return defaults;
+        }
+        self.closest(
+            from,
+            self.named(name).filter(|&id| self.function(id).in_trait),
+        )
     }
 
     fn common_return(&self, ids: &[FnId]) -> Option<TyKind> {
@@ -226,24 +573,30 @@ impl<'a> CrateIndex<'a> {
         kinds.iter().all(|k| *k == first).then(|| first.clone())
     }
 
+    // ----- types ---------------------------------------------------------
+
     /// What a deferred type turns out to be, if the crate says.
-    pub(crate) fn resolve(&self, ty: &TypeRef) -> Option<TyKind> {
-        self.resolve_within(ty, 0)
+    pub(crate) fn resolve(&self, ty: &TypeRef, from: Option<usize>) -> Option<TyKind> {
+        self.resolve_within(ty, from, 0)
     }
 
-    fn resolve_within(&self, ty: &TypeRef, depth: usize) -> Option<TyKind> {
-        if depth > 16 {
+    fn resolve_within(&self, ty: &TypeRef, from: Option<usize>, depth: usize) -> Option<TyKind> {
+        if depth > MAX_DEPTH {
             return None;
         }
         match ty {
             TypeRef::Named(name) if name == "Tensor" => Some(TyKind::Tensor),
             TypeRef::Named(name) => Some(TyKind::Named(name.clone())),
-            TypeRef::Field { base, field } => match self.resolve_within(base, depth + 1) {
+            TypeRef::Written(kind) => Some(kind.clone()),
+            TypeRef::Field { base, field } => match self.resolve_within(base, from, depth + 1) {
                 Some(TyKind::Named(owner)) => {
                     let structs = self.structs.get(owner.as_str())?;
                     let kinds: Vec<&TyKind> = structs
                         .iter()
-                        .flat_map(|s| s.fields.iter().filter(|(n, _)| n == field).map(|(_, k)| k))
+                        .filter(|(file, _)| from.is_none_or(|u| self.rank(u, *file).is_some()))
+                        .flat_map(|(_, s)| {
+                            s.fields.iter().filter(|(n, _)| n == field).map(|(_, k)| k)
+                        })
                         .collect();
                     self.common_field(&kinds)
                 }
@@ -253,24 +606,28 @@ impl<'a> CrateIndex<'a> {
                     .get(field.as_str())
                     .and_then(|kinds| self.common_field(kinds)),
             },
-            TypeRef::Part { base, index } => match (self.resolve_within(base, depth + 1), index) {
-                (Some(TyKind::Tensors), None) => Some(TyKind::Tensor),
-                (Some(TyKind::Tuple(parts)), Some(i)) => parts.get(*i).cloned(),
-                _ => None,
-            },
+            TypeRef::Part { base, index } => {
+                match (self.resolve_within(base, from, depth + 1), index) {
+                    (Some(TyKind::Tensors), None) => Some(TyKind::Tensor),
+                    (Some(TyKind::Collection(element)), None) => Some(*element),
+                    (Some(TyKind::Tuple(parts)), Some(i)) => parts.get(*i).cloned(),
+                    _ => None,
+                }
+            }
             TypeRef::Return { owner: None, name } => {
-                let free: Vec<FnId> = self
-                    .named(name)
-                    .filter(|&id| self.function(id).owner.is_none())
-                    .collect();
+                let free = self.closest(
+                    from,
+                    self.named(name)
+                        .filter(|&id| self.function(id).owner.is_none()),
+                );
                 self.common_return(&free)
             }
             TypeRef::Return {
                 owner: Some(owner),
                 name,
-            } => match self.resolve_within(owner, depth + 1) {
+            } => match self.resolve_within(owner, from, depth + 1) {
                 Some(TyKind::Named(owner)) => {
-                    let methods = self.methods_of(&owner, name);
+                    let methods = self.methods_of(&owner, name, from);
                     if methods.is_empty() {
                         is_constructor(name).then_some(TyKind::Named(owner))
                     } else {
@@ -283,10 +640,11 @@ impl<'a> CrateIndex<'a> {
                 Some(_) => None,
                 None if AMBIGUOUS_METHODS.contains(&name.as_str()) => None,
                 None => {
-                    let methods: Vec<FnId> = self
-                        .named(name)
-                        .filter(|&id| self.function(id).has_receiver)
-                        .collect();
+                    let methods = self.closest(
+                        from,
+                        self.named(name)
+                            .filter(|&id| self.function(id).has_receiver),
+                    );
                     self.common_return(&methods)
                 }
             },
@@ -295,60 +653,264 @@ impl<'a> CrateIndex<'a> {
     }
 
     /// Whether a site's condition on its subject's type holds.
-    pub(crate) fn satisfied(&self, requirement: Option<&Requirement>) -> bool {
+    pub(crate) fn satisfied(&self, requirement: Option<&Requirement>, from: Option<usize>) -> bool {
         let Some(requirement) = requirement else {
             return true;
         };
-        match self.resolve(&requirement.ty) {
+        match self.resolve(&requirement.ty, from) {
             Some(TyKind::Tensor) => true,
             Some(TyKind::Named(name)) => {
-                !requirement.strict && !self.local_types.contains(name.as_str())
+                // A name only tch has, called on a crate type: tch's own
+                // (through a trait such as `ModuleT`) unless the crate
+                // defines the method on that type.
+                !requirement.strict
+                    && (!self.local_types.contains(name.as_str())
+                        || requirement
+                            .method
+                            .as_deref()
+                            .is_some_and(|m| self.methods_of(&name, m, from).is_empty()))
             }
             None => !requirement.strict,
             Some(_) => false,
         }
     }
 
-    /// The crate-local functions a call may reach.
-    pub(crate) fn callees(&self, callee: &Callee) -> Vec<FnId> {
-        match callee {
-            Callee::Free(name) => self
-                .named(name)
-                .filter(|&id| self.function(id).owner.is_none())
-                .collect(),
-            Callee::Assoc { owner, name } => match self.resolve(owner) {
-                Some(TyKind::Named(owner)) => self.methods_of(&owner, name),
+    // ----- calls ---------------------------------------------------------
+
+    /// The crate-local functions a call in `file` may reach.
+    pub(crate) fn callees(&self, file: usize, call: &CallSite) -> Vec<FnId> {
+        let from = Some(self.files[file].unit);
+        match &call.callee {
+            Callee::Free(path) => self.free_callees(file, call.context.function, path),
+            Callee::Assoc { owner, name } => match self.resolve(owner, from) {
+                Some(TyKind::Named(owner)) => self.methods_of(&owner, name, from),
                 _ => Vec::new(),
             },
-            Callee::Method { receiver, name } => match self.resolve(receiver) {
+            Callee::Method { receiver, name } => match self.resolve(receiver, from) {
                 Some(TyKind::Named(owner)) => self
-                    .methods_of(&owner, name)
+                    .methods_of(&owner, name, from)
                     .into_iter()
                     .filter(|&id| self.function(id).has_receiver)
                     .collect(),
-                Some(TyKind::Tensor) => self
-                    .named(name)
-                    .filter(|&id| self.function(id).owner.as_deref() == Some("Tensor"))
-                    .collect(),
+                Some(TyKind::Tensor) => self.closest(
+                    from,
+                    self.named(name)
+                        .filter(|&id| self.function(id).owner.as_deref() == Some("Tensor")),
+                ),
                 Some(_) => Vec::new(),
                 None if AMBIGUOUS_METHODS.contains(&name.as_str()) => Vec::new(),
-                None => self
-                    .named(name)
-                    .filter(|&id| self.function(id).has_receiver)
-                    .collect(),
+                None => self.closest(
+                    from,
+                    self.named(name)
+                        .filter(|&id| self.function(id).has_receiver),
+                ),
             },
         }
     }
+
+    /// Every call site of each crate-local function: (file, call index).
+    fn callers(&self) -> std::cell::Ref<'_, Callers> {
+        if self.callers.borrow().is_none() {
+            let mut map: Callers = HashMap::new();
+            for (file, info) in self.files.iter().enumerate() {
+                for (index, call) in info.facts.calls.iter().enumerate() {
+                    for callee in self.callees(file, call) {
+                        map.entry(callee).or_default().push((file, index));
+                    }
+                }
+            }
+            *self.callers.borrow_mut() = Some(map);
+        }
+        std::cell::Ref::map(self.callers.borrow(), |c| c.as_ref().expect("just filled"))
+    }
+
+    // ----- placement -----------------------------------------------------
+
+    /// Whether a place is on the CPU, for code in `function` of `file`.
+    pub(crate) fn is_cpu(&self, place: &Place, file: usize, function: Option<usize>) -> bool {
+        let env = Env::In(function.map(|f| (file, f)));
+        self.place_cpu(place, file, &env, 0)
+    }
+
+    fn place_cpu(&self, place: &Place, file: usize, env: &Env<'_>, depth: usize) -> bool {
+        match place {
+            Place::Cpu => true,
+            Place::Device => false,
+            Place::CpuIf(refs) => {
+                depth <= MAX_DEPTH && refs.iter().any(|r| self.ref_cpu(r, file, env, depth + 1))
+            }
+        }
+    }
+
+    fn ref_cpu(&self, reference: &PlaceRef, file: usize, env: &Env<'_>, depth: usize) -> bool {
+        let from = Some(self.files[file].unit);
+        match reference {
+            PlaceRef::Param(i) => match env {
+                Env::Args(args, outer) => args
+                    .get(*i)
+                    .is_some_and(|a| self.place_cpu(a, file, outer, depth)),
+                Env::In(Some(function)) => self.param_cpu(*function, *i, depth),
+                Env::In(None) => false,
+            },
+            PlaceRef::Value(TypeRef::Field { base, field }) => match self.resolve(base, from) {
+                Some(TyKind::Named(owner)) => self.field_cpu(&owner, field, depth),
+                _ => false,
+            },
+            PlaceRef::Value(TypeRef::Part { base, .. }) => {
+                let base = PlaceRef::Value((**base).clone());
+                self.ref_cpu(&base, file, env, depth + 1)
+            }
+            PlaceRef::Value(_) => false,
+            PlaceRef::Call {
+                result,
+                args,
+                module,
+            } => {
+                let TypeRef::Return { owner, name } = result else {
+                    return false;
+                };
+                let callees = match owner {
+                    None => self.closest(
+                        from,
+                        self.named(name)
+                            .filter(|&id| self.function(id).owner.is_none()),
+                    ),
+                    Some(owner) => match self.resolve(owner, from) {
+                        Some(TyKind::Named(owner)) => self.methods_of(&owner, name, from),
+                        Some(TyKind::Tensor) => Vec::new(),
+                        Some(_) => return false,
+                        None if AMBIGUOUS_METHODS.contains(&name.as_str()) => Vec::new(),
+                        None => self.closest(
+                            from,
+                            self.named(name)
+                                .filter(|&id| self.function(id).has_receiver),
+                        ),
+                    },
+                };
+                let built_from_cpu = || {
+                    let relevant = if *module {
+                        &args[..args.len().min(1)]
+                    } else {
+                        &args[..]
+                    };
+                    relevant
+                        .iter()
+                        .any(|a| self.place_cpu(a, file, env, depth + 1))
+                };
+                if callees.is_empty() {
+                    // Outside the crate (a tch module, `nn::linear`): built
+                    // from or applied to something on the CPU, it is there.
+                    return built_from_cpu();
+                }
+                // A crate object (not a tensor) built from CPU objects
+                // computes there too, whatever the constructor keeps.
+                let objects = callees
+                    .iter()
+                    .all(|&id| matches!(self.function(id).returns, TyKind::Named(_)));
+                if objects && built_from_cpu() {
+                    return true;
+                }
+                let inner = Env::Args(args, env);
+                callees.iter().all(|&id| {
+                    let returned = &self.function(id).return_place;
+                    match returned {
+                        Place::Cpu => true,
+                        Place::Device => false,
+                        _ if args.is_empty() => self.return_cpu(id, depth),
+                        _ => self.place_cpu(returned, id.0, &inner, depth + 1),
+                    }
+                })
+            }
+        }
+    }
+
+    /// Memoised, cycle-safe answers to placement questions.
+    fn memo(&self, key: PlaceKey, compute: impl FnOnce() -> bool) -> bool {
+        if let Some(&known) = self.places.borrow().get(&key) {
+            return known;
+        }
+        if !self.visiting.borrow_mut().insert(key.clone()) {
+            return false;
+        }
+        let value = compute();
+        self.visiting.borrow_mut().remove(&key);
+        self.places.borrow_mut().insert(key, value);
+        value
+    }
+
+    /// Whether a function returns CPU data whatever its arguments.
+    fn return_cpu(&self, id: FnId, depth: usize) -> bool {
+        self.memo(PlaceKey::Return(id), || {
+            let env = Env::In(None);
+            self.place_cpu(&self.function(id).return_place, id.0, &env, depth + 1)
+        })
+    }
+
+    /// Whether every value the crate stores into `owner.field` is on the CPU.
+    fn field_cpu(&self, owner: &str, field: &str, depth: usize) -> bool {
+        self.memo(PlaceKey::Field(owner.to_owned(), field.to_owned()), || {
+            let Some(stores) = self.stores.get(&(owner, field)) else {
+                return false;
+            };
+            stores.iter().all(|(file, store)| {
+                store.place.as_ref().is_some_and(|place| {
+                    let env = Env::In(store.function.map(|f| (*file, f)));
+                    self.place_cpu(place, *file, &env, depth + 1)
+                })
+            })
+        })
+    }
+
+    /// Whether every crate call of a function passes CPU data as parameter
+    /// `index` (and there is at least one call).
+    fn param_cpu(&self, function: FnId, index: usize, depth: usize) -> bool {
+        self.memo(PlaceKey::Param(function, index), || {
+            let callers = self.callers();
+            let Some(calls) = callers.get(&function) else {
+                return false;
+            };
+            let calls = calls.clone();
+            drop(callers);
+            !calls.is_empty()
+                && calls.iter().all(|&(file, call)| {
+                    let call = &self.files[file].facts.calls[call];
+                    call.args
+                        .get(index)
+                        .cloned()
+                        .flatten()
+                        .is_some_and(|place| {
+                            let env = Env::In(call.context.function.map(|f| (file, f)));
+                            self.place_cpu(&place, file, &env, depth + 1)
+                        })
+                })
+        })
+    }
+
+    /// Whether a site syncs: its subject is a tensor (or may be one) that
+    /// may be on a device.
+    pub(crate) fn site_syncs(&self, file: usize, site: &Site) -> bool {
+        let from = Some(self.files[file].unit);
+        self.satisfied(site.requirement.as_ref(), from)
+            && !self.is_cpu(&site.place, file, site.context.function)
+    }
+
+    // ----- chains --------------------------------------------------------
 
     /// Computes which functions sync once per call, directly or through calls.
     pub(crate) fn summarize(&self) -> Summary {
         let mut summary = Summary::default();
         for (file_index, file) in self.files.iter().enumerate() {
-            for site in &file.sites {
+            for site in &file.facts.sites {
                 let (Some(function), None) = (site.context.function, site.context.loop_id) else {
                     continue;
                 };
-                if !self.satisfied(site.requirement.as_ref()) {
+                let from = Some(file.unit);
+                if !self.satisfied(site.requirement.as_ref(), from) {
+                    continue;
+                }
+                // Only parameters are left open: everything else is decided now.
+                let condition = self.settle(&site.place, file_index, function);
+                if condition == Place::Cpu {
                     continue;
                 }
                 let mut steps = site.via.clone();
@@ -357,37 +919,41 @@ impl<'a> CrateIndex<'a> {
                     rule: site.hit.rule,
                     steps,
                     periodic: site.context.periodic.clone(),
+                    cold: site.context.cold.clone(),
                     pattern: site.pattern,
                     message: site.hit.message.clone(),
+                    fix: site.hit.fix,
+                    condition,
                 };
                 offer(&mut summary.syncs, (file_index, function), chain);
             }
         }
-        let top_level_calls: Vec<(FnId, Vec<FnId>, &CallSite)> = self
+        let top_level_calls: Vec<(usize, FnId, Vec<FnId>, &CallSite)> = self
             .files
             .iter()
             .enumerate()
-            .flat_map(|(file_index, file)| file.calls.iter().map(move |call| (file_index, call)))
+            .flat_map(|(file_index, file)| {
+                file.facts.calls.iter().map(move |call| (file_index, call))
+            })
+            .filter(|(_, call)| call.context.loop_id.is_none())
             .filter_map(|(file_index, call)| {
                 let function = call.context.function?;
-                let callees = self.callees(&call.callee);
-                (!callees.is_empty()).then_some(((file_index, function), callees, call))
+                let callees = self.callees(file_index, call);
+                (!callees.is_empty()).then_some((file_index, (file_index, function), callees, call))
             })
             .collect();
-        // Each function's chain can only improve once (guarded → unguarded),
-        // so this terminates.
+        // A function's chains only grow (up to a few), so this terminates.
         loop {
             let mut changed = false;
-            for (caller, callees, call) in &top_level_calls {
-                if call.context.loop_id.is_some() {
-                    continue;
-                }
-                let Some(chain) =
-                    self.chain_through(&summary.syncs, callees, call.context.periodic.as_ref())
-                else {
+            for (file, caller, callees, call) in &top_level_calls {
+                let Some(chain) = self.chain_through(&summary.syncs, *file, call, callees) else {
                     continue;
                 };
-                changed |= offer(&mut summary.syncs, *caller, chain);
+                let condition = self.settle(&chain.condition, *file, caller.1);
+                if condition == Place::Cpu {
+                    continue;
+                }
+                changed |= offer(&mut summary.syncs, *caller, Chain { condition, ..chain });
             }
             if !changed {
                 break;
@@ -396,44 +962,308 @@ impl<'a> CrateIndex<'a> {
         summary
     }
 
-    /// The chain of a call whose every candidate callee syncs.
+    /// Decides the parts of a place that do not depend on the function's
+    /// parameters: `Cpu` if they put it on the CPU, else the parameter
+    /// conditions alone (`Device` if there are none).
+    fn settle(&self, place: &Place, file: usize, function: usize) -> Place {
+        let Place::CpuIf(refs) = place else {
+            return place.clone();
+        };
+        let mut params = Vec::new();
+        for reference in refs {
+            if holds_param(reference) {
+                params.push(reference.clone());
+            } else if self.ref_cpu(reference, file, &Env::In(None), 0) {
+                return Place::Cpu;
+            }
+        }
+        let _ = function;
+        if params.is_empty() {
+            Place::Device
+        } else {
+            Place::CpuIf(params)
+        }
+    }
+
+    /// The chain of a call whose every candidate callee syncs for these
+    /// arguments.
     pub(crate) fn chain_through(
         &self,
-        syncs: &HashMap<FnId, Chain>,
+        syncs: &HashMap<FnId, Vec<Chain>>,
+        file: usize,
+        call: &CallSite,
         callees: &[FnId],
-        periodic: Option<&String>,
     ) -> Option<Chain> {
-        if callees.is_empty() || !callees.iter().all(|c| syncs.contains_key(c)) {
+        if callees.is_empty() {
             return None;
         }
-        // Prefer a candidate that syncs unconditionally.
-        let callee = callees
+        let args: Vec<Place> = call
+            .args
             .iter()
-            .find(|c| syncs[c].periodic.is_none())
-            .unwrap_or(&callees[0]);
-        let inner = &syncs[callee];
-        let mut steps = vec![self.function(*callee).display_name()];
+            .map(|a| a.clone().unwrap_or_default())
+            .collect();
+        let mut chosen: Option<(FnId, Chain)> = None;
+        for &callee in callees {
+            let chains = syncs.get(&callee)?;
+            // The first way this callee syncs that these arguments do not
+            // put on the CPU; unguarded and hot ones first.
+            let mut usable: Vec<&Chain> = chains
+                .iter()
+                .filter(|c| {
+                    let condition = substitute(&c.condition, &args);
+                    !self.is_cpu(&condition, file, call.context.function)
+                })
+                .collect();
+            usable.sort_by_key(|c| (c.periodic.is_some(), c.cold.is_some()));
+            let chain = usable.first()?;
+            if chosen.as_ref().is_none_or(|(_, c)| {
+                (c.periodic.is_some(), c.cold.is_some())
+                    > (chain.periodic.is_some(), chain.cold.is_some())
+            }) {
+                chosen = Some((callee, (*chain).clone()));
+            }
+        }
+        let (callee, inner) = chosen?;
+        let mut steps = vec![self.function(callee).display_name()];
         steps.extend(inner.steps.iter().cloned());
         Some(Chain {
-            rule: inner.rule,
             steps,
-            periodic: periodic.cloned().or_else(|| inner.periodic.clone()),
-            pattern: inner.pattern,
-            message: inner.message.clone(),
+            periodic: call.context.periodic.clone().or(inner.periodic.clone()),
+            cold: call.context.cold.clone().or(inner.cold.clone()),
+            condition: substitute(&inner.condition, &args),
+            ..inner
         })
+    }
+
+    // ----- loops ---------------------------------------------------------
+
+    /// How often each loop of the workspace runs its body, as far as steps
+    /// go: which loops are the once-per-epoch level around a step loop, and
+    /// which answer requests.
+    pub(crate) fn loop_levels(&self) -> LoopLevels {
+        // Per function: runs an update / a model outside loops, and holds
+        // a step loop (directly or through calls). To a fixpoint over calls.
+        let mut update: HashSet<FnId> = HashSet::new();
+        let mut forward: HashSet<FnId> = HashSet::new();
+        let mut looping: HashSet<FnId> = HashSet::new();
+        let resolved: Vec<Vec<Vec<FnId>>> = self
+            .files
+            .iter()
+            .enumerate()
+            .map(|(file, info)| {
+                info.facts
+                    .calls
+                    .iter()
+                    .map(|call| self.callees(file, call))
+                    .collect()
+            })
+            .collect();
+        for (file, info) in self.files.iter().enumerate() {
+            for (f, function) in info.facts.functions.iter().enumerate() {
+                if function.update {
+                    update.insert((file, f));
+                }
+                if function.forward {
+                    forward.insert((file, f));
+                }
+            }
+        }
+        let mut levels: Vec<Vec<(bool, bool, Option<usize>)>>;
+        loop {
+            levels = self
+                .files
+                .iter()
+                .enumerate()
+                .map(|(file, info)| {
+                    self.loop_steps(
+                        file,
+                        info.facts,
+                        &resolved[file],
+                        &update,
+                        &forward,
+                        &looping,
+                    )
+                })
+                .collect();
+            let mut changed = false;
+            for (file, info) in self.files.iter().enumerate() {
+                for (index, call) in info.facts.calls.iter().enumerate() {
+                    let Some(function) = call.context.function else {
+                        continue;
+                    };
+                    let id = (file, function);
+                    let callees = &resolved[file][index];
+                    if call.context.loop_id.is_none() {
+                        if callees.iter().any(|c| update.contains(c)) {
+                            changed |= update.insert(id);
+                        }
+                        if callees.iter().any(|c| forward.contains(c)) {
+                            changed |= forward.insert(id);
+                        }
+                    }
+                    if callees
+                        .iter()
+                        .any(|c| looping.contains(c) && !self.is_step_fn(*c, &update, &forward))
+                    {
+                        changed |= looping.insert(id);
+                    }
+                }
+                for (loop_id, facts) in info.facts.loops.iter().enumerate() {
+                    let (runs_update, runs_forward, encloses) = levels[file][loop_id];
+                    if let (Some(f), true) = (
+                        facts.function,
+                        runs_update || runs_forward || encloses.is_some(),
+                    ) {
+                        changed |= looping.insert((file, f));
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        LoopLevels {
+            levels: self
+                .files
+                .iter()
+                .enumerate()
+                .map(|(file, info)| {
+                    info.facts
+                        .loops
+                        .iter()
+                        .enumerate()
+                        .map(|(id, facts)| {
+                            let (runs_update, _, encloses) = levels[file][id];
+                            LoopLevel {
+                                per_epoch: if runs_update { None } else { encloses },
+                                request: facts.request && !runs_update,
+                            }
+                        })
+                        .collect()
+                })
+                .collect(),
+        }
+    }
+
+    /// Per loop of a file: (runs an update, runs a model, the line of a
+    /// step loop it encloses).
+    fn loop_steps(
+        &self,
+        file: usize,
+        facts: &FileFacts,
+        resolved: &[Vec<FnId>],
+        update: &HashSet<FnId>,
+        forward: &HashSet<FnId>,
+        looping: &HashSet<FnId>,
+    ) -> Vec<(bool, bool, Option<usize>)> {
+        let _ = file;
+        let mut steps: Vec<(bool, bool, Option<usize>)> = facts
+            .loops
+            .iter()
+            .map(|l| (l.update, l.forward, None))
+            .collect();
+        for (index, call) in facts.calls.iter().enumerate() {
+            let Some(loop_id) = call.context.loop_id else {
+                continue;
+            };
+            let callees = &resolved[index];
+            if callees.iter().any(|c| update.contains(c)) {
+                steps[loop_id].0 = true;
+            }
+            if callees.iter().any(|c| forward.contains(c)) {
+                steps[loop_id].1 = true;
+            }
+            if steps[loop_id].2.is_none()
+                && callees
+                    .iter()
+                    .any(|c| looping.contains(c) && !self.is_step_fn(*c, update, forward))
+            {
+                steps[loop_id].2 = Some(call.loc.line);
+            }
+        }
+        // Children come after their parents: fold the nested step loops up.
+        for id in (0..facts.loops.len()).rev() {
+            let (runs_update, runs_forward, encloses) = steps[id];
+            let child = &facts.loops[id];
+            if let (Some(parent), true) = (
+                child.parent,
+                child.statement && (runs_update || runs_forward || encloses.is_some()),
+            ) {
+                if steps[parent].2.is_none() {
+                    steps[parent].2 = Some(child.line);
+                }
+            }
+        }
+        steps
     }
 }
 
-/// Records a chain for a function unless it already has one at least as
-/// strong; returns whether anything changed.
-fn offer(syncs: &mut HashMap<FnId, Chain>, id: FnId, chain: Chain) -> bool {
-    match syncs.get(&id) {
-        Some(existing) if existing.periodic.is_none() || chain.periodic.is_some() => false,
-        _ => {
-            syncs.insert(id, chain);
-            true
-        }
+impl CrateIndex<'_> {
+    /// Whether calling this function is one step (a model's `forward`, a
+    /// training step), however many loops it runs inside (layers, heads).
+    fn is_step_fn(&self, id: FnId, update: &HashSet<FnId>, forward: &HashSet<FnId>) -> bool {
+        let name = &self.function(id).name;
+        update.contains(&id) || forward.contains(&id) || is_forward(name) || is_update(name)
     }
+}
+
+/// Whether a place reference depends on the enclosing function's parameters.
+fn holds_param(reference: &PlaceRef) -> bool {
+    match reference {
+        PlaceRef::Param(_) => true,
+        PlaceRef::Value(_) => false,
+        PlaceRef::Call { args, .. } => args.iter().any(|a| match a {
+            Place::CpuIf(refs) => refs.iter().any(holds_param),
+            _ => false,
+        }),
+    }
+}
+
+/// A callee's place in terms of the caller: its parameters replaced by the
+/// call's arguments.
+pub(crate) fn substitute(place: &Place, args: &[Place]) -> Place {
+    let Place::CpuIf(refs) = place else {
+        return place.clone();
+    };
+    let mut out = Place::Device;
+    for reference in refs {
+        let part = match reference {
+            PlaceRef::Param(i) => args.get(*i).cloned().unwrap_or_default(),
+            PlaceRef::Value(_) => Place::of(reference.clone()),
+            PlaceRef::Call {
+                result,
+                args: inner,
+                module,
+            } => Place::of(PlaceRef::Call {
+                result: result.clone(),
+                args: inner.iter().map(|a| substitute(a, args)).collect(),
+                module: *module,
+            }),
+        };
+        out = out.either(part);
+    }
+    out
+}
+
+/// Records a way a function syncs unless it already has one like it;
+/// returns whether anything changed.
+fn offer(syncs: &mut HashMap<FnId, Vec<Chain>>, id: FnId, chain: Chain) -> bool {
+    /// Ways kept per function.
+    const MAX_CHAINS: usize = 4;
+    let chains = syncs.entry(id).or_default();
+    let strength = |c: &Chain| (c.periodic.is_none(), c.cold.is_none());
+    if let Some(existing) = chains.iter_mut().find(|c| c.condition == chain.condition) {
+        if strength(&chain) > strength(existing) {
+            *existing = chain;
+            return true;
+        }
+        return false;
+    }
+    if chains.len() >= MAX_CHAINS {
+        return false;
+    }
+    chains.push(chain);
+    true
 }
 
 /// Associated functions that, when not defined in the crate, are assumed to

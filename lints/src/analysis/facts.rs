@@ -2,7 +2,7 @@
 //! thread that parsed them (their spans index a thread-local source map), so
 //! everything the crate-level pass needs is copied out into these types.
 
-use super::values::{Requirement, TypeRef};
+use super::values::{Place, Requirement, TypeRef};
 use crate::rules::Hit;
 use crate::suppress::Suppressions;
 
@@ -20,6 +20,20 @@ pub struct Loc {
     pub end_column: usize,
 }
 
+/// Why a piece of code does not run in the hot path of a release build.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Cold {
+    /// Test code: `#[test]`, `#[cfg(test)]`, a file under `tests/`.
+    Test,
+    /// `debug_assert!` and `#[cfg(debug_assertions)]`: not in release builds.
+    DebugAssertion,
+    /// A log macro below `info` (`debug!`, `trace!`): its arguments are
+    /// evaluated only when that level is enabled.
+    DebugLog(String),
+    /// Code under a cargo feature that the crate's `default` does not enable.
+    Feature(String),
+}
+
 /// Where in the control flow something happens.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Context {
@@ -31,6 +45,22 @@ pub struct Context {
     pub function: Option<usize>,
     /// First line of the enclosing statement, for allow comments.
     pub statement_line: usize,
+    /// The innermost enclosing statement, numbered within the file: one
+    /// finding per statement.
+    pub statement: usize,
+    /// Set when the code does not run in a release hot path.
+    pub cold: Option<Cold>,
+}
+
+/// How the fix for a read reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Fix {
+    /// The rule's standing advice.
+    Rule,
+    /// Printing or formatting: format lazily or less often.
+    Format,
+    /// One element of a tensor per read: copy the tensor once.
+    Element,
 }
 
 /// A place that syncs, or would if its subject turns out to be a device tensor.
@@ -43,6 +73,8 @@ pub struct Site {
     pub context: Context,
     /// Condition for the crate-level pass, if the subject's type is deferred.
     pub requirement: Option<Requirement>,
+    /// Where the subject lives; a subject on the CPU never syncs.
+    pub place: Place,
     /// Index of the `devcheck.toml` pattern, for custom-pattern sites.
     pub pattern: Option<usize>,
     /// Local closures the sync is reached through (`closure `log``).
@@ -52,8 +84,8 @@ pub struct Site {
 /// A call that may reach a crate-local function.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Callee {
-    /// `name(..)` or `module::name(..)`.
-    Free(String),
+    /// `name(..)` or `module::name(..)`: the path as written.
+    Free(Vec<String>),
     /// `Type::name(..)` or `Self::name(..)`.
     Assoc {
         /// The qualifying type.
@@ -70,6 +102,16 @@ pub enum Callee {
     },
 }
 
+impl Callee {
+    /// The function's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Callee::Free(path) => path.last().map_or("", String::as_str),
+            Callee::Assoc { name, .. } | Callee::Method { name, .. } => name,
+        }
+    }
+}
+
 /// A call site, for the interprocedural pass.
 #[derive(Clone, Debug)]
 pub struct CallSite {
@@ -79,22 +121,35 @@ pub struct CallSite {
     pub loc: Loc,
     /// Loop and guard context.
     pub context: Context,
+    /// Where each argument lives (the receiver first, for method calls);
+    /// `None` for arguments that hold no data.
+    pub args: Vec<Option<Place>>,
 }
 
 /// One loop (including iterator-adapter closures such as `for_each`).
 #[derive(Clone, Debug, Default)]
 pub struct LoopFacts {
-    /// The body holds another loop, so this loop's own level is the
-    /// once-per-epoch summary.
-    pub has_nested_loop: bool,
     /// The enclosing loop.
     pub parent: Option<usize>,
+    /// The enclosing function.
+    pub function: Option<usize>,
     /// Line of the `for`/`while`/`loop` keyword or the adapter's closure.
     pub line: usize,
+    /// A loop statement or `for_each`, rather than a `.map(..)` over values.
+    pub statement: bool,
+    /// Its body (not counting nested loops) runs an update: a backward
+    /// pass, an optimizer or environment step.
+    pub update: bool,
+    /// Its body (not counting nested loops) runs a model: `forward`,
+    /// `apply`, a generation step.
+    pub forward: bool,
+    /// It is driven by incoming requests (`recv()`, `incoming()`,
+    /// `accept()`): each iteration answers one.
+    pub request: bool,
 }
 
 /// A syntactic type, classified.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum TyKind {
     /// `Tensor` (also behind `&`, `Option`, `Result`, `Box`, ...).
     Tensor,
@@ -104,6 +159,8 @@ pub enum TyKind {
     Named(String),
     /// A tuple.
     Tuple(Vec<TyKind>),
+    /// A collection of other values (`Vec<Block>`, `Vec<(f64, Tensor)>`).
+    Collection(Box<TyKind>),
     /// `tch::Device`.
     Device,
     /// Anything else: scalars, strings, unit, unknown shapes.
@@ -117,12 +174,25 @@ pub struct FnFacts {
     pub owner: Option<String>,
     /// Whether it is a default method of a trait (so `owner` is the trait).
     pub in_trait: bool,
+    /// The trait an `impl Trait for Type` block implements.
+    pub trait_impl: Option<String>,
     /// Its name.
     pub name: String,
+    /// Inline `mod` blocks around it within the file.
+    pub module: Vec<String>,
     /// Whether it takes `self`.
     pub has_receiver: bool,
     /// Its return type.
     pub returns: TyKind,
+    /// Where what it returns lives, in terms of its parameters.
+    pub return_place: Place,
+    /// Set when it is test code, or otherwise not in a release hot path.
+    pub cold: Option<Cold>,
+    /// Its body runs an update outside any loop (a backward pass, an
+    /// optimizer or environment step).
+    pub update: bool,
+    /// Its body runs a model outside any loop.
+    pub forward: bool,
     /// Where it is defined (the name).
     pub loc: Loc,
 }
@@ -146,6 +216,30 @@ pub struct StructFacts {
     pub fields: Vec<(String, TyKind)>,
 }
 
+/// A value stored into a struct's field: `S { f: v }`, `self.f = v`.
+#[derive(Clone, Debug)]
+pub struct FieldStore {
+    /// The struct, by name.
+    pub owner: String,
+    /// The field.
+    pub field: String,
+    /// Where the stored value lives; `None` when it holds no data.
+    pub place: Option<Place>,
+    /// The function that stores it (its parameters place the value).
+    pub function: Option<usize>,
+}
+
+/// A `use` declaration, one imported name each.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UseFacts {
+    /// Inline `mod` blocks around it within the file.
+    pub module: Vec<String>,
+    /// The path imported, as written (`crate::a::b`), without the glob.
+    pub path: Vec<String>,
+    /// The name it is imported as; `*` for a glob import.
+    pub alias: String,
+}
+
 /// Everything one file contributes.
 #[derive(Clone, Debug, Default)]
 pub struct FileFacts {
@@ -159,6 +253,10 @@ pub struct FileFacts {
     pub functions: Vec<FnFacts>,
     /// Structs.
     pub structs: Vec<StructFacts>,
+    /// Values stored into struct fields.
+    pub field_stores: Vec<FieldStore>,
+    /// `use` declarations.
+    pub uses: Vec<UseFacts>,
     /// Allow comments.
     pub(crate) suppressions: Suppressions,
     /// Parts of the file that could not be analysed: (line, message).

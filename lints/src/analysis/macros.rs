@@ -10,7 +10,8 @@ use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{Expr, Lit, Token};
 
-use super::facts::Loc;
+use super::facts::{Cold, Loc};
+use super::hot_path::{is_debug_assertion, is_debug_log};
 use super::values::Val;
 use super::walker::{collection_of, Walker};
 use crate::rules::host_sync::{self, FormatTrait};
@@ -25,6 +26,8 @@ enum MacroKind {
     Vec,
     /// `dbg!(..)`: each argument is printed with `{:#?}`.
     Dbg,
+    /// itertools' `izip!(a, b, ..)`: the arguments zipped.
+    Izip,
     /// Anything else: arguments are walked if they parse as expressions.
     Other,
 }
@@ -40,6 +43,7 @@ fn macro_kind(name: &str) -> MacroKind {
         "trace" | "debug" | "info" | "warn" | "error" | "log" | "event" => MacroKind::Log,
         "vec" => MacroKind::Vec,
         "dbg" => MacroKind::Dbg,
+        "izip" => MacroKind::Izip,
         _ => MacroKind::Other,
     }
 }
@@ -59,6 +63,18 @@ impl Walker<'_> {
         let Some(name) = mac.path.segments.last().map(|s| s.ident.to_string()) else {
             return Val::Unknown;
         };
+        if is_debug_assertion(&name) {
+            return self.cold(Cold::DebugAssertion, |w| w.mac_named(mac, name.clone()));
+        }
+        if is_debug_log(&name) {
+            return self.cold(Cold::DebugLog(name.clone()), |w| {
+                w.mac_named(mac, name.clone())
+            });
+        }
+        self.mac_named(mac, name)
+    }
+
+    fn mac_named(&mut self, mac: &syn::Macro, name: String) -> Val {
         if self.has_patterns() {
             let start = mac
                 .path
@@ -87,6 +103,13 @@ impl Walker<'_> {
                     .position(|a| a.name.is_none() && a.sigil.is_none() && is_str(&a.expr));
                 self.format_macro(&name, args, format_at);
                 Val::Unknown
+            }
+            MacroKind::Izip => {
+                let elements: Vec<Val> = parse_args(&mac.tokens)
+                    .iter()
+                    .map(|a| self.expr(&a.expr).element().unwrap_or(Val::Unknown))
+                    .collect();
+                Val::Iter(Box::new(Val::Tuple(elements)))
             }
             MacroKind::Dbg => {
                 let args = parse_args(&mac.tokens);
@@ -241,6 +264,12 @@ const INTERESTING_IDENTS: &[&str] = &[
     "trace",
     "dbg",
     "for_each",
+    "scalar_f64",
+    "scalar_i64",
+    "vec_f32",
+    "vec_f64",
+    "vec_i64",
+    "to_host",
 ];
 
 fn mentions_interesting_ident(tokens: &TokenStream) -> bool {

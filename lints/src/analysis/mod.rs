@@ -10,7 +10,9 @@
 
 pub(crate) mod crate_pass;
 pub mod facts;
+pub mod hot_path;
 mod macros;
+pub mod scope;
 mod types;
 pub mod values;
 mod walker;
@@ -18,7 +20,8 @@ mod walker;
 use crate::config::CustomPattern;
 use crate::prefilter;
 use crate::suppress::Suppressions;
-use facts::FileFacts;
+use facts::{Cold, FileFacts};
+use hot_path::Features;
 
 /// Why a file could not be analysed: (line where known, message).
 pub(crate) type AnalysisError = (Option<usize>, String);
@@ -28,6 +31,8 @@ pub(crate) type AnalysisError = (Option<usize>, String);
 pub(crate) fn analyze_source(
     text: &str,
     patterns: &[CustomPattern],
+    features: &Features,
+    file_cold: Option<Cold>,
 ) -> Result<FileFacts, AnalysisError> {
     if let Err(deep) = prefilter::check_nesting(text) {
         return Err((
@@ -40,7 +45,13 @@ pub(crate) fn analyze_source(
     }
     let result = match syn::parse_file(text) {
         Ok(file) => {
-            let mut walker = walker::Walker::new(text, prefilter::mentions_tch(text), patterns);
+            let mut walker = walker::Walker::new(
+                text,
+                prefilter::mentions_tch(text),
+                patterns,
+                features,
+                file_cold,
+            );
             walker.file(&file);
             let too_deep = walker.too_deep;
             let mut facts = walker.facts;

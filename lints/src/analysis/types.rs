@@ -7,33 +7,49 @@ use syn::{GenericArgument, PathArguments, Type, TypeParamBound};
 use super::facts::TyKind;
 use crate::rules::host_sync::Target;
 
-/// Classifies a written type; `self_ty` replaces `Self`.
-pub(crate) fn classify(ty: &Type, self_ty: Option<&str>) -> TyKind {
+/// Classifies a written type; `self_ty` replaces `Self`, and `generics` maps the enclosing items'
+/// type parameters to their first trait bound (`B: Buffer` → `Buffer`), so
+/// calls on a generic receiver dispatch to the crate's impls of the trait.
+pub(crate) fn classify_in(
+    ty: &Type,
+    self_ty: Option<&str>,
+    generics: &[(String, String)],
+) -> TyKind {
+    let again = |t: &Type| classify_in(t, self_ty, generics);
     match ty {
-        Type::Reference(r) => classify(&r.elem, self_ty),
-        Type::Paren(p) => classify(&p.elem, self_ty),
-        Type::Group(g) => classify(&g.elem, self_ty),
-        Type::Slice(s) => collection(classify(&s.elem, self_ty)),
-        Type::Array(a) => collection(classify(&a.elem, self_ty)),
+        Type::Reference(r) => again(&r.elem),
+        Type::Paren(p) => again(&p.elem),
+        Type::Group(g) => again(&g.elem),
+        Type::Slice(s) => collection(again(&s.elem)),
+        Type::Array(a) => collection(again(&a.elem)),
         Type::Tuple(t) if t.elems.is_empty() => TyKind::Other,
-        Type::Tuple(t) => TyKind::Tuple(t.elems.iter().map(|e| classify(e, self_ty)).collect()),
+        Type::Tuple(t) => TyKind::Tuple(t.elems.iter().map(again).collect()),
         Type::Path(p) if p.qself.is_none() => {
             let Some(last) = p.path.segments.last() else {
                 return TyKind::Other;
             };
             let name = last.ident.to_string();
+            if p.path.segments.len() == 1 {
+                if let Some((_, bound)) = generics.iter().find(|(g, _)| *g == name) {
+                    return TyKind::Named(bound.clone());
+                }
+            }
             match name.as_str() {
                 "Tensor" => TyKind::Tensor,
                 "Device" => TyKind::Device,
                 "Self" => self_ty.map_or(TyKind::Other, |s| TyKind::Named(s.to_owned())),
-                "Vec" | "VecDeque" | "SmallVec" | "ArrayVec" => collection(
-                    first_generic(&last.arguments).map_or(TyKind::Other, |t| classify(t, self_ty)),
-                ),
+                "Vec" | "VecDeque" | "SmallVec" | "ArrayVec" | "LinkedList" => {
+                    collection(first_generic(&last.arguments).map_or(TyKind::Other, again))
+                }
                 "Option" | "Result" | "Box" | "Rc" | "Arc" | "RefCell" | "Cell" | "Mutex"
                 | "RwLock" | "Cow" | "MutexGuard" | "Ref" | "RefMut" | "Fallible" => {
-                    first_generic(&last.arguments).map_or(TyKind::Other, |t| classify(t, self_ty))
+                    first_generic(&last.arguments).map_or(TyKind::Other, again)
                 }
                 _ if is_std_scalar_or_text(&name) => TyKind::Other,
+                // `PyResult<T>`, `TchResult<T>`: result aliases.
+                _ if name.ends_with("Result") && first_generic(&last.arguments).is_some() => {
+                    first_generic(&last.arguments).map_or(TyKind::Other, again)
+                }
                 _ => TyKind::Named(name),
             }
         }
@@ -43,11 +59,43 @@ pub(crate) fn classify(ty: &Type, self_ty: Option<&str>) -> TyKind {
     }
 }
 
+/// The type parameters of a generics list with their first trait bound
+/// (from the list or its `where` clause); unbounded ones are left out.
+pub(crate) fn generic_bounds(generics: &syn::Generics) -> Vec<(String, String)> {
+    let mut found: Vec<(String, String)> = Vec::new();
+    let mut add =
+        |name: String, bounds: &syn::punctuated::Punctuated<TypeParamBound, syn::Token![+]>| {
+            if found.iter().any(|(n, _)| *n == name) {
+                return;
+            }
+            if let TyKind::Named(bound) = first_trait(bounds.iter()) {
+                found.push((name, bound));
+            }
+        };
+    for param in generics.type_params() {
+        add(param.ident.to_string(), &param.bounds);
+    }
+    if let Some(clause) = &generics.where_clause {
+        for predicate in &clause.predicates {
+            if let syn::WherePredicate::Type(p) = predicate {
+                if let Type::Path(tp) = &p.bounded_ty {
+                    if let Some(ident) = tp.path.get_ident() {
+                        add(ident.to_string(), &p.bounds);
+                    }
+                }
+            }
+        }
+    }
+    found
+}
+
 fn collection(element: TyKind) -> TyKind {
-    if element == TyKind::Tensor {
-        TyKind::Tensors
-    } else {
-        TyKind::Other
+    match element {
+        TyKind::Tensor => TyKind::Tensors,
+        TyKind::Named(_) | TyKind::Tuple(_) | TyKind::Collection(_) => {
+            TyKind::Collection(Box::new(element))
+        }
+        _ => TyKind::Other,
     }
 }
 
@@ -159,7 +207,7 @@ mod tests {
     use super::*;
 
     fn kind(ty: &str) -> TyKind {
-        classify(&syn::parse_str(ty).unwrap(), Some("Agent"))
+        classify_in(&syn::parse_str(ty).unwrap(), Some("Agent"), &[])
     }
 
     #[test]
@@ -172,6 +220,14 @@ mod tests {
         assert_eq!(kind("Vec<Tensor>"), TyKind::Tensors);
         assert_eq!(kind("Vec<f32>"), TyKind::Other);
         assert_eq!(
+            kind("Vec<T5Block>"),
+            TyKind::Collection(Box::new(TyKind::Named("T5Block".into())))
+        );
+        assert_eq!(
+            kind("Vec<(f64, Tensor)>"),
+            TyKind::Collection(Box::new(TyKind::Tuple(vec![TyKind::Other, TyKind::Tensor])))
+        );
+        assert_eq!(
             kind("(Tensor, f64)"),
             TyKind::Tuple(vec![TyKind::Tensor, TyKind::Other])
         );
@@ -183,6 +239,25 @@ mod tests {
         assert_eq!(kind("&impl ModuleT"), TyKind::Named("ModuleT".into()));
         assert_eq!(kind("String"), TyKind::Other);
         assert_eq!(kind("Device"), TyKind::Device);
+    }
+
+    #[test]
+    fn generic_receivers_take_their_trait_bound() {
+        let item: syn::ItemFn =
+            syn::parse_str("fn f<B: Buffer, T>(b: &B, t: T) where T: Into<f64> {}").unwrap();
+        let generics = generic_bounds(&item.sig.generics);
+        assert_eq!(
+            generics,
+            vec![
+                ("B".to_owned(), "Buffer".to_owned()),
+                ("T".to_owned(), "Into".to_owned())
+            ]
+        );
+        let ty: Type = syn::parse_str("&mut B").unwrap();
+        assert_eq!(
+            classify_in(&ty, None, &generics),
+            TyKind::Named("Buffer".into())
+        );
     }
 
     #[test]

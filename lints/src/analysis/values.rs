@@ -11,10 +11,15 @@
 //! is a tensor. Anything else is unknown, and generic calls (`to_string`,
 //! `{}`) on unknown values are never reported.
 //!
-//! Provenance is tracked one bit deep: a tensor is on the CPU when it comes
-//! from `Device::Cpu`, a `(Kind, Device::Cpu)` pair, tch's `*_CPU` constants,
-//! a host-data constructor (`Tensor::from_slice`), or only from such tensors.
+//! Every tensor, device and tch object (a `VarStore`, an `nn::Path`, a
+//! module built from one) also carries a [`Place`]: visibly on the CPU, on
+//! the CPU if some deferred value or parameter turns out to be, or possibly
+//! on a device. The CPU spreads the way libtorch requires it to: an op
+//! between a CPU tensor that is not 0-dim and any other tensor runs on the
+//! CPU (libtorch refuses to mix them otherwise), a module built from a CPU
+//! `VarStore` computes on the CPU, and `to_device(d)` goes where `d` is.
 
+use super::facts::TyKind;
 use crate::rules::Need;
 
 /// A crate-level fact to look up once every file has been read.
@@ -43,19 +48,165 @@ pub enum TypeRef {
         /// The tuple index; `None` for a collection's element.
         index: Option<usize>,
     },
+    /// A type as written in an annotation (`Vec<Block>`, `(f64, Tensor)`).
+    Written(TyKind),
     /// Nothing is known.
     Unknown,
 }
 
-/// What is known about a tensor.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TensorFacts {
+/// Something whose placement the crate-level pass decides.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum PlaceRef {
+    /// A field or element: placed by what the crate stores into it.
+    Value(TypeRef),
+    /// A parameter of the enclosing function (receiver first), placed by
+    /// the arguments its callers pass.
+    Param(usize),
+    /// What a call returns: placed by what a crate-local callee returns
+    /// for these arguments, or, for a callee outside the crate (a tch
+    /// module, `nn::linear`), on the CPU if an argument is.
+    Call {
+        /// The call's result (`TypeRef::Return`).
+        result: TypeRef,
+        /// Where each argument lives (receiver first).
+        args: Vec<Place>,
+        /// Running a module (`forward`): its output is where the module
+        /// (the receiver) is, whatever the input (a module may move it).
+        module: bool,
+    },
+}
+
+/// Where a value's data lives.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Place {
+    /// Possibly on a device; nothing says otherwise.
+    #[default]
+    Device,
     /// Visibly on the CPU.
-    pub cpu: bool,
+    Cpu,
+    /// On the CPU if any of these is (decided by the crate-level pass).
+    CpuIf(Vec<PlaceRef>),
+}
+
+impl Place {
+    /// On the CPU if `reference` is.
+    pub fn of(reference: PlaceRef) -> Place {
+        Place::CpuIf(vec![reference])
+    }
+
+    /// On the CPU if the crate stores only CPU data into this field or
+    /// collection. Named types and call results carry no place of their own
+    /// (a call's place comes with its arguments, see [`PlaceRef::Call`]).
+    pub fn of_value(ty: &TypeRef) -> Place {
+        match ty {
+            TypeRef::Field { .. } | TypeRef::Part { .. } => Place::of(PlaceRef::Value(ty.clone())),
+            _ => Place::Device,
+        }
+    }
+
+    /// Where a call's result lives: see [`PlaceRef::Call`]. Calls whose
+    /// arguments hold nothing placed still go to the crate pass, since a
+    /// crate-local callee may return CPU data.
+    pub fn of_call(result: TypeRef, args: Vec<Place>, module: bool) -> Place {
+        if nesting(&args) > MAX_PLACE_NESTING {
+            return Place::Device;
+        }
+        Place::of(PlaceRef::Call {
+            result,
+            args,
+            module,
+        })
+    }
+
+    /// Visibly on the CPU.
+    pub fn is_cpu(&self) -> bool {
+        matches!(self, Place::Cpu)
+    }
+
+    /// The place of something computed from values at both places, where
+    /// either being on the CPU puts the result there (an op between a CPU
+    /// tensor and another one, a module applied to an input).
+    pub fn either(self, other: Place) -> Place {
+        match (self, other) {
+            (Place::Cpu, _) | (_, Place::Cpu) => Place::Cpu,
+            (Place::Device, p) | (p, Place::Device) => p,
+            (Place::CpuIf(mut a), Place::CpuIf(b)) => {
+                for r in b {
+                    if !a.contains(&r) {
+                        a.push(r);
+                    }
+                }
+                a.truncate(MAX_PLACE_REFS);
+                Place::CpuIf(a)
+            }
+        }
+    }
+
+    /// The place of a value that is one or the other (two branches):
+    /// on the CPU only if both are.
+    pub fn both(self, other: Place) -> Place {
+        match (self, other) {
+            (a, b) if a == b => a,
+            (Place::Cpu, p) | (p, Place::Cpu) => p,
+            _ => Place::Device,
+        }
+    }
+}
+
+/// Conditions kept per value; beyond this the rest are dropped (the value
+/// then counts as possibly on a device, which only ever reports more).
+const MAX_PLACE_REFS: usize = 8;
+
+/// How deep call places nest (`f(g(h(x)))`) before the walker stops
+/// tracking them.
+const MAX_PLACE_NESTING: usize = 6;
+
+fn nesting(args: &[Place]) -> usize {
+    args.iter()
+        .map(|a| match a {
+            Place::CpuIf(refs) => refs
+                .iter()
+                .map(|r| match r {
+                    PlaceRef::Call { args, .. } => 1 + nesting(args),
+                    _ => 0,
+                })
+                .max()
+                .unwrap_or(0),
+            _ => 0,
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// What is known about a tensor.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TensorFacts {
+    /// Where it lives.
+    pub place: Place,
     /// Visibly 0-dim (a full reduction or a loss).
     pub scalar: bool,
     /// Visibly boolean (a comparison).
     pub mask: bool,
+}
+
+impl TensorFacts {
+    /// A tensor at `place`.
+    pub fn at(place: Place) -> TensorFacts {
+        TensorFacts {
+            place,
+            ..TensorFacts::default()
+        }
+    }
+
+    /// The place this tensor imposes on an op it takes part in: a 0-dim CPU
+    /// tensor may be combined with a device tensor, so it imposes nothing.
+    fn imposed(&self) -> Place {
+        if self.scalar && self.place.is_cpu() {
+            Place::Device
+        } else {
+            self.place.clone()
+        }
+    }
 }
 
 /// What the walker knows about a value.
@@ -69,22 +220,21 @@ pub enum Val {
     Tensor(TensorFacts),
     /// A collection of tensors (`Vec<Tensor>`, `&[Tensor]`, `[Some(&m)]`).
     Tensors {
-        /// Every element visibly on the CPU.
-        cpu: bool,
+        /// Where every element lives.
+        place: Place,
         /// Some element is a boolean mask.
         mask: bool,
     },
     /// A tuple, element by element.
     Tuple(Vec<Val>),
     /// A `tch::Device`.
-    Device {
-        /// `Device::Cpu`.
-        cpu: bool,
-    },
+    Device(Place),
     /// An iterator yielding the given values.
     Iter(Box<Val>),
-    /// Decided by the crate-level pass.
-    Deferred(TypeRef),
+    /// A value whose type the crate-level pass decides (a crate-local
+    /// struct, a field, a function's result, a tch object), and the place of
+    /// the tensors it holds or makes.
+    Deferred(TypeRef, Place),
     /// A closure bound to a local name, by index into the walker's table.
     Closure(usize),
 }
@@ -95,13 +245,59 @@ impl Val {
         Val::Tensor(TensorFacts::default())
     }
 
+    /// A tensor at `place`.
+    pub fn tensor_at(place: Place) -> Val {
+        Val::Tensor(TensorFacts::at(place))
+    }
+
+    /// A deferred value with nothing known about its place.
+    pub fn deferred(ty: TypeRef) -> Val {
+        Val::Deferred(ty, Place::Device)
+    }
+
+    /// Where this value's data lives, for values that have data: tensors,
+    /// devices, tch objects and deferred values (whose own place is joined
+    /// with whatever the crate says about them). `None` for the rest.
+    pub fn place(&self) -> Option<Place> {
+        match self {
+            Val::Tensor(facts) => Some(facts.place.clone()),
+            Val::Tensors { place, .. } | Val::Device(place) => Some(place.clone()),
+            Val::Deferred(ty, place) => Some(place.clone().either(Place::of_value(ty))),
+            Val::Tuple(parts) => parts.iter().filter_map(Val::place).reduce(|a, b| a.both(b)),
+            _ => None,
+        }
+    }
+
+    /// The place this value imposes on an op or a module call it takes part
+    /// in: a CPU tensor that may be 0-dim imposes nothing.
+    pub fn imposed_place(&self) -> Place {
+        match self {
+            Val::Tensor(facts) => facts.imposed(),
+            other => other.place().unwrap_or_default(),
+        }
+    }
+
     /// Whether this names the CPU as a placement: `Device::Cpu`, or a
     /// `(Kind, Device::Cpu)` options pair.
     pub fn is_cpu_placement(&self) -> bool {
         match self {
-            Val::Device { cpu } => *cpu,
-            Val::Tuple(parts) => parts.iter().any(|p| matches!(p, Val::Device { cpu: true })),
+            Val::Device(place) => place.is_cpu(),
+            Val::Tuple(parts) => parts.iter().any(|p| matches!(p, Val::Device(Place::Cpu))),
             _ => false,
+        }
+    }
+
+    /// The placement a device or `(Kind, Device)` argument names, if it is one.
+    pub fn placement(&self) -> Option<Place> {
+        match self {
+            Val::Device(place) => Some(place.clone()),
+            Val::Deferred(..) => self.place(),
+            Val::Tuple(parts) => parts.iter().find_map(|p| match p {
+                Val::Device(place) => Some(place.clone()),
+                Val::Deferred(..) => p.place(),
+                _ => None,
+            }),
+            _ => None,
         }
     }
 
@@ -116,25 +312,29 @@ impl Val {
 
     /// Whether the value is a tensor known to live on the CPU.
     pub fn is_cpu_tensor(&self) -> bool {
-        matches!(
-            self,
-            Val::Tensor(TensorFacts { cpu: true, .. }) | Val::Tensors { cpu: true, .. }
-        )
+        match self {
+            Val::Tensor(facts) => facts.place.is_cpu(),
+            Val::Tensors { place, .. } => place.is_cpu(),
+            _ => false,
+        }
     }
 
     /// What iterating over this value yields, if it is iterable in a known way.
     pub fn element(&self) -> Option<Val> {
         match self {
             Val::Iter(element) => Some((**element).clone()),
-            Val::Tensors { cpu, mask } => Some(Val::Tensor(TensorFacts {
-                cpu: *cpu,
+            Val::Tensors { place, mask } => Some(Val::Tensor(TensorFacts {
+                place: place.clone(),
                 scalar: false,
                 mask: *mask,
             })),
-            Val::Deferred(t) => Some(Val::Deferred(TypeRef::Part {
-                base: Box::new(t.clone()),
-                index: None,
-            })),
+            Val::Deferred(t, place) => Some(Val::Deferred(
+                TypeRef::Part {
+                    base: Box::new(t.clone()),
+                    index: None,
+                },
+                place.clone(),
+            )),
             _ => None,
         }
     }
@@ -142,7 +342,7 @@ impl Val {
     /// The value as a type reference for the crate-level pass.
     pub fn type_ref(&self) -> TypeRef {
         match self {
-            Val::Deferred(t) => t.clone(),
+            Val::Deferred(t, _) => t.clone(),
             Val::Tensor(_) => TypeRef::Named("Tensor".into()),
             _ => TypeRef::Unknown,
         }
@@ -153,17 +353,20 @@ impl Val {
         match (self, other) {
             (a, b) if a == b => a,
             (Val::Tensor(a), Val::Tensor(b)) => Val::Tensor(TensorFacts {
-                cpu: a.cpu && b.cpu,
+                place: a.place.both(b.place),
                 scalar: a.scalar && b.scalar,
                 mask: a.mask && b.mask,
             }),
             // A branch that diverges or is unknown does not make the other
             // branch's tensor less of a tensor, but CPU provenance must hold
             // on every path.
-            (Val::Tensor(a), _) | (_, Val::Tensor(a)) => {
-                Val::Tensor(TensorFacts { cpu: false, ..a })
-            }
-            (Val::Deferred(t), _) | (_, Val::Deferred(t)) => Val::Deferred(t),
+            (Val::Tensor(a), _) | (_, Val::Tensor(a)) => Val::Tensor(TensorFacts {
+                place: Place::Device,
+                ..a
+            }),
+            (Val::Deferred(t, a), Val::Deferred(_, b)) => Val::Deferred(t, a.both(b)),
+            (Val::Deferred(t, _), _) | (_, Val::Deferred(t, _)) => Val::deferred(t),
+            (Val::Device(a), Val::Device(b)) => Val::Device(a.both(b)),
             (Val::Other, Val::Other) => Val::Other,
             _ => Val::Unknown,
         }
@@ -173,16 +376,30 @@ impl Val {
     pub fn arithmetic(self, other: Val) -> Val {
         match (&self, &other) {
             (Val::Tensor(a), Val::Tensor(b)) => Val::Tensor(TensorFacts {
-                cpu: a.cpu && b.cpu,
+                place: a
+                    .imposed()
+                    .either(b.imposed())
+                    .either(a.place.clone().both(b.place.clone())),
                 scalar: a.scalar && b.scalar,
                 mask: false,
             }),
             (Val::Tensor(a), Val::Other) | (Val::Other, Val::Tensor(a)) => {
-                Val::Tensor(TensorFacts { mask: false, ..*a })
+                Val::Tensor(TensorFacts {
+                    mask: false,
+                    ..a.clone()
+                })
             }
-            (Val::Tensor(_), _) | (_, Val::Tensor(_)) => Val::device_tensor(),
-            (Val::Deferred(_), _) => self,
-            (_, Val::Deferred(_)) => other,
+            (Val::Tensor(a), Val::Deferred(..)) | (Val::Deferred(..), Val::Tensor(a)) => {
+                let deferred = if matches!(self, Val::Deferred(..)) {
+                    &self
+                } else {
+                    &other
+                };
+                Val::tensor_at(a.imposed().either(deferred.imposed_place()))
+            }
+            (Val::Tensor(a), _) | (_, Val::Tensor(a)) => Val::tensor_at(a.imposed()),
+            (Val::Deferred(..), _) => self,
+            (_, Val::Deferred(..)) => other,
             (Val::Other, Val::Other) => Val::Other,
             _ => Val::Unknown,
         }
@@ -195,8 +412,11 @@ pub struct Requirement {
     /// The value's type, to be resolved.
     pub ty: TypeRef,
     /// `true`: it must resolve to a tensor. `false`: it must merely not
-    /// resolve to a crate-local type or a known non-tensor.
+    /// resolve to a known non-tensor, nor to a crate-local type that defines
+    /// `method` itself.
     pub strict: bool,
+    /// The method called on the value, for non-strict requirements.
+    pub method: Option<String>,
 }
 
 /// Whether a rule's hit on `subject` is reported.
@@ -209,14 +429,17 @@ pub(crate) enum Gate {
 }
 
 /// Decides whether a hit on `subject` is reported, given how sure the rule
-/// must be that the subject is a tensor.
-pub(crate) fn gate(subject: &Val, need: Need, mentions_tch: bool) -> Gate {
+/// must be that the subject is a tensor. The subject's place is checked
+/// separately.
+pub(crate) fn gate(subject: &Val, need: Need, mentions_tch: bool, method: Option<&str>) -> Gate {
     match subject {
-        Val::Tensor(facts) if facts.cpu => Gate::Skip,
+        Val::Tensor(facts) if facts.place.is_cpu() => Gate::Skip,
         Val::Tensor(_) => Gate::Report(None),
-        Val::Deferred(ty) => Gate::Report(Some(Requirement {
+        Val::Deferred(_, Place::Cpu) => Gate::Skip,
+        Val::Deferred(ty, _) => Gate::Report(Some(Requirement {
             ty: ty.clone(),
             strict: need != Need::Name,
+            method: method.map(str::to_owned),
         })),
         Val::Unknown => match need {
             Need::Name => Gate::Report(None),
@@ -400,25 +623,36 @@ pub(crate) fn tensor_method_returns_tensor(name: &str) -> bool {
 pub(crate) fn tensor_method(name: &str, receiver: TensorFacts, args: &[Val]) -> Val {
     let name = crate::rules::infallible_name(name);
     if name == "device" {
-        return Val::Device { cpu: receiver.cpu };
+        return Val::Device(receiver.place);
     }
     if non_tensor_result(name) {
         return Val::Other;
     }
     if tensors_result(name) {
         return Val::Tensors {
-            cpu: receiver.cpu,
+            place: receiver.place,
             mask: false,
         };
     }
-    let cpu = match name {
-        "to_device" | "to" => args.first().is_some_and(Val::is_cpu_placement),
-        "cuda" => false,
+    let place = match name {
+        "to_device" | "to" => args.first().and_then(Val::placement).unwrap_or_default(),
+        "cuda" => Place::Device,
         _ => {
-            receiver.cpu
-                && args.iter().all(|a| {
-                    !matches!(a, Val::Tensor(t) if !t.cpu) && !matches!(a, Val::Deferred(_))
+            let tensor_args: Vec<&Val> = args
+                .iter()
+                .filter(|a| matches!(a, Val::Tensor(_) | Val::Tensors { .. } | Val::Deferred(..)))
+                .collect();
+            let all_cpu = receiver.place.is_cpu()
+                && tensor_args
+                    .iter()
+                    .all(|a| a.place().is_some_and(|p| p.is_cpu()));
+            if tensor_args.is_empty() || all_cpu {
+                receiver.place.clone()
+            } else {
+                tensor_args.iter().fold(receiver.imposed(), |place, arg| {
+                    place.either(arg.imposed_place())
                 })
+            }
         }
     };
     let scalar = scalar_result(name, args.len()) || (receiver.scalar && keeps_shape(name));
@@ -428,7 +662,11 @@ pub(crate) fn tensor_method(name: &str, receiver: TensorFacts, args: &[Val]) -> 
                 name,
                 "shallow_clone" | "detach" | "to_device" | "to" | "copy"
             ));
-    Val::Tensor(TensorFacts { cpu, scalar, mask })
+    Val::Tensor(TensorFacts {
+        place,
+        scalar,
+        mask,
+    })
 }
 
 /// Method names that, in a file using tch, make their result a tensor even
@@ -486,6 +724,16 @@ pub(crate) fn tch_tensor_method(name: &str) -> bool {
                 | "lt_tensor"
                 | "ge_tensor"
                 | "le_tensor"
+                | "isinf"
+                | "isnan"
+                | "isfinite"
+                | "isneginf"
+                | "isposinf"
+                | "logical_not"
+                | "logical_and"
+                | "logical_or"
+                | "masked_select"
+                | "nonzero"
         )
 }
 
@@ -493,52 +741,104 @@ pub(crate) fn tch_tensor_method(name: &str) -> bool {
 mod tests {
     use super::*;
 
+    fn cpu() -> TensorFacts {
+        TensorFacts::at(Place::Cpu)
+    }
+
     #[test]
     fn the_gate_is_strict_for_generic_names_and_lenient_for_tch_names() {
         let tensor = Val::device_tensor();
-        let cpu = Val::Tensor(TensorFacts {
-            cpu: true,
-            ..Default::default()
-        });
-        assert_eq!(gate(&tensor, Need::Tensor, false), Gate::Report(None));
-        assert_eq!(gate(&cpu, Need::Name, true), Gate::Skip);
-        assert_eq!(gate(&Val::Unknown, Need::Name, false), Gate::Report(None));
-        assert_eq!(gate(&Val::Unknown, Need::TchFile, false), Gate::Skip);
-        assert_eq!(gate(&Val::Unknown, Need::TchFile, true), Gate::Report(None));
-        assert_eq!(gate(&Val::Unknown, Need::Tensor, true), Gate::Skip);
-        assert_eq!(gate(&Val::Other, Need::Name, true), Gate::Skip);
-        let field = Val::Deferred(TypeRef::Named("Critic".into()));
+        let cpu = Val::Tensor(cpu());
+        assert_eq!(gate(&tensor, Need::Tensor, false, None), Gate::Report(None));
+        assert_eq!(gate(&cpu, Need::Name, true, None), Gate::Skip);
+        assert_eq!(
+            gate(&Val::Unknown, Need::Name, false, None),
+            Gate::Report(None)
+        );
+        assert_eq!(gate(&Val::Unknown, Need::TchFile, false, None), Gate::Skip);
+        assert_eq!(
+            gate(&Val::Unknown, Need::TchFile, true, None),
+            Gate::Report(None)
+        );
+        assert_eq!(gate(&Val::Unknown, Need::Tensor, true, None), Gate::Skip);
+        assert_eq!(gate(&Val::Other, Need::Name, true, None), Gate::Skip);
+        let field = Val::deferred(TypeRef::Named("Critic".into()));
         assert!(matches!(
-            gate(&field, Need::Tensor, true),
+            gate(&field, Need::Tensor, true, None),
             Gate::Report(Some(Requirement { strict: true, .. }))
         ));
+        let on_cpu = Val::Deferred(TypeRef::Named("Critic".into()), Place::Cpu);
+        assert_eq!(gate(&on_cpu, Need::Name, true, None), Gate::Skip);
     }
 
     #[test]
     fn placement_follows_the_data() {
-        let cpu = TensorFacts {
-            cpu: true,
-            ..Default::default()
-        };
-        assert!(tensor_method("relu", cpu, &[]).is_cpu_tensor());
-        assert!(!tensor_method("to_device", cpu, &[Val::Device { cpu: false }]).is_cpu_tensor());
+        assert!(tensor_method("relu", cpu(), &[]).is_cpu_tensor());
+        assert!(!tensor_method("to_device", cpu(), &[Val::Device(Place::Device)]).is_cpu_tensor());
         assert!(tensor_method(
             "to_device",
             TensorFacts::default(),
-            &[Val::Device { cpu: true }]
+            &[Val::Device(Place::Cpu)]
         )
         .is_cpu_tensor());
-        assert!(!tensor_method("add", cpu, &[Val::device_tensor()]).is_cpu_tensor());
-        assert_eq!(tensor_method("size", cpu, &[]), Val::Other);
-        assert!(tensor_method("gt", cpu, &[Val::Other]).holds_mask());
+        assert_eq!(tensor_method("size", cpu(), &[]), Val::Other);
+        assert!(tensor_method("gt", cpu(), &[Val::Other]).holds_mask());
         assert_eq!(
             tensor_method("mean", TensorFacts::default(), &[Val::Other]),
             Val::Tensor(TensorFacts {
-                cpu: false,
+                place: Place::Device,
                 scalar: true,
                 mask: false
             })
         );
-        assert!(Val::Tuple(vec![Val::Other, Val::Device { cpu: true }]).is_cpu_placement());
+        assert!(Val::Tuple(vec![Val::Other, Val::Device(Place::Cpu)]).is_cpu_placement());
+    }
+
+    #[test]
+    fn a_cpu_operand_that_is_not_0_dim_puts_an_op_on_the_cpu() {
+        // libtorch refuses a CPU tensor with a device one unless it is 0-dim.
+        let device = Val::device_tensor();
+        assert!(tensor_method("mm", cpu(), std::slice::from_ref(&device)).is_cpu_tensor());
+        assert!(
+            tensor_method("add", TensorFacts::default(), &[Val::Tensor(cpu())]).is_cpu_tensor()
+        );
+        assert!(Val::Tensor(cpu())
+            .arithmetic(device.clone())
+            .is_cpu_tensor());
+        let cpu_scalar = Val::Tensor(TensorFacts {
+            scalar: true,
+            ..cpu()
+        });
+        assert!(!cpu_scalar
+            .clone()
+            .arithmetic(device.clone())
+            .is_cpu_tensor());
+        assert!(cpu_scalar.clone().arithmetic(cpu_scalar).is_cpu_tensor());
+        // An unknown device tensor with a conditional one: on the CPU if the
+        // condition holds.
+        let field = Place::of_value(&TypeRef::Field {
+            base: Box::new(TypeRef::Named("Env".into())),
+            field: "reward".into(),
+        });
+        let sum = Val::tensor_at(field.clone()).arithmetic(device);
+        assert_eq!(sum, Val::tensor_at(field));
+    }
+
+    #[test]
+    fn branches_are_on_the_cpu_only_if_both_are() {
+        assert_eq!(Place::Cpu.both(Place::Cpu), Place::Cpu);
+        assert_eq!(Place::Cpu.both(Place::Device), Place::Device);
+        assert_eq!(
+            Place::of(PlaceRef::Param(0)).both(Place::Cpu),
+            Place::of(PlaceRef::Param(0))
+        );
+        assert_eq!(
+            Place::of(PlaceRef::Param(0)).both(Place::of(PlaceRef::Param(1))),
+            Place::Device
+        );
+        assert_eq!(
+            Place::of(PlaceRef::Param(0)).either(Place::of(PlaceRef::Param(1))),
+            Place::CpuIf(vec![PlaceRef::Param(0), PlaceRef::Param(1)])
+        );
     }
 }

@@ -1,22 +1,29 @@
 //! The per-function walk: evaluates expressions to [`Val`]s, tracks loops,
-//! periodic guards and local closures, and records sync sites and calls.
+//! periodic guards, local closures and code outside the release hot path,
+//! and records sync sites, calls, field stores and the step markers that
+//! tell a step loop from an epoch loop.
 
 use std::collections::HashMap;
 
 use proc_macro2::Span;
 use syn::spanned::Spanned;
 use syn::{
-    BinOp, Block, Expr, ExprBinary, ExprCall, ExprClosure, ExprForLoop, ExprIf, ExprMatch,
-    ExprMethodCall, ExprPath, FnArg, ImplItem, Item, Local, Member, Pat, ReturnType, Signature,
-    Stmt, TraitItem, Type, UnOp,
+    Attribute, BinOp, Block, Expr, ExprBinary, ExprCall, ExprClosure, ExprForLoop, ExprIf,
+    ExprMatch, ExprMethodCall, ExprPath, FnArg, ImplItem, Item, Local, Member, Pat, ReturnType,
+    Signature, Stmt, TraitItem, Type, UnOp, UseTree,
 };
 
 use super::facts::{
-    CallSite, Callee, Context, FileFacts, FnFacts, Loc, LoopFacts, Site, StructFacts, TyKind,
+    CallSite, Callee, Cold, Context, FieldStore, FileFacts, FnFacts, Loc, LoopFacts, Site,
+    StructFacts, TyKind, UseFacts,
 };
-use super::types::{annotation_target, classify, compact, conversion_target, is_scalar};
+use super::hot_path::{attrs_cold, cfg_macro_cold, Features};
+use super::types::{
+    annotation_target, classify_in, compact, conversion_target, generic_bounds, is_scalar,
+};
 use super::values::{
-    gate, is_comparison, is_loss, tch_tensor_method, tensor_method, Gate, TensorFacts, TypeRef, Val,
+    gate, is_comparison, is_loss, tch_tensor_method, tensor_method, Gate, Place, PlaceRef,
+    TensorFacts, TypeRef, Val,
 };
 use crate::config::CustomPattern;
 use crate::rules::{
@@ -52,6 +59,10 @@ const ELEMENT_ADAPTERS: &[&str] = &[
     "scan",
     "reduce",
     "sum_by",
+    "then",
+    "and_then",
+    "for_each_concurrent",
+    "try_for_each_concurrent",
 ];
 
 /// Methods that hand back their receiver's value (`Option`/`Result`
@@ -68,12 +79,16 @@ const TRANSPARENT: &[&str] = &[
     "borrow",
     "borrow_mut",
     "lock",
+    "read",
+    "write",
     "to_owned",
     "ok",
     "context",
     "with_context",
     "map_err",
     "unwrap_unchecked",
+    "as_deref",
+    "as_deref_mut",
 ];
 
 /// Iterator methods that keep the element type.
@@ -95,24 +110,77 @@ const SAME_ELEMENTS: &[&str] = &[
     "cloned",
     "shuffle",
     "return_smaller_last_batch",
+    "progress",
+    "progress_count",
 ];
+
+/// Method names that run an update: a backward pass, an optimizer or
+/// environment step.
+pub(crate) fn is_update(name: &str) -> bool {
+    matches!(
+        name,
+        "backward_step"
+            | "backward_step_clip"
+            | "backward_step_clip_norm"
+            | "backward"
+            | "run_backward"
+            | "step"
+            | "zero_grad"
+    )
+}
+
+/// Method names that run a model once.
+pub(crate) fn is_forward(name: &str) -> bool {
+    matches!(
+        name,
+        "forward"
+            | "forward_t"
+            | "forward_ts"
+            | "forward_is"
+            | "forward_mt"
+            | "apply"
+            | "apply_t"
+            | "method_is"
+            | "method_ts"
+    ) || name.starts_with("forward_")
+}
+
+/// Methods whose call in a loop's condition or iterable makes it a loop
+/// over incoming requests.
+fn is_request_source(name: &str) -> bool {
+    matches!(
+        name,
+        "recv" | "recv_timeout" | "blocking_recv" | "incoming" | "accept"
+    )
+}
+
+/// tch objects that live where the device they are built with says.
+fn is_placed_tch_type(name: &str) -> bool {
+    matches!(name, "VarStore" | "CModule" | "TrainableCModule")
+}
 
 /// What the walker knows about the function it is in; a function starts
 /// from a fresh one, and a nested item saves and restores its enclosing one.
 #[derive(Default)]
 struct FnState {
-    /// Local bindings, innermost last.
-    bindings: Vec<(String, Val)>,
+    /// Local bindings, innermost last, with the scope depth each was bound at.
+    bindings: Vec<(String, Val, usize)>,
     /// The length of `bindings` at the start of each open scope.
     scopes: Vec<usize>,
     /// Where the walk is: function, loop, periodic guard, statement.
     context: Context,
     /// The type `Self` names, inside an impl or a trait.
     self_ty: Option<String>,
+    /// Type parameters in scope with their first trait bound.
+    generics: Vec<(String, String)>,
     /// Local closures bound at function level: the sites in each body.
     closures: Vec<Vec<usize>>,
     /// The closures whose bodies are being walked.
     open_closures: Vec<usize>,
+    /// Closure bodies being walked: a `return` there is the closure's.
+    closure_depth: usize,
+    /// Where what the function returns lives, joined over its returns.
+    returns: Option<Place>,
 }
 
 /// Walks one parsed file.
@@ -120,11 +188,17 @@ pub(crate) struct Walker<'a> {
     source: &'a str,
     mentions_tch: bool,
     patterns: &'a [CustomPattern],
+    features: &'a Features,
     /// What the walk found.
     pub(crate) facts: FileFacts,
     consts: HashMap<String, Val>,
     /// The function being walked.
     fn_state: FnState,
+    /// Inline `mod` blocks around the item being walked.
+    module: Vec<String>,
+    /// Why the item being walked is not in a release hot path.
+    item_cold: Option<Cold>,
+    next_statement: usize,
     depth: usize,
     /// The walk met an expression nested deeper than [`MAX_DEPTH`].
     pub(crate) too_deep: bool,
@@ -136,14 +210,20 @@ impl<'a> Walker<'a> {
         source: &'a str,
         mentions_tch: bool,
         patterns: &'a [CustomPattern],
+        features: &'a Features,
+        file_cold: Option<Cold>,
     ) -> Walker<'a> {
         Walker {
             source,
             mentions_tch,
             patterns,
+            features,
             facts: FileFacts::default(),
             consts: HashMap::new(),
             fn_state: FnState::default(),
+            module: Vec::new(),
+            item_cold: file_cold,
+            next_statement: 0,
             depth: 0,
             too_deep: false,
             last_try_into: None,
@@ -152,6 +232,9 @@ impl<'a> Walker<'a> {
 
     /// Walks every item of the file.
     pub(crate) fn file(&mut self, file: &syn::File) {
+        if let Some(cold) = attrs_cold(&file.attrs, self.features) {
+            self.item_cold.get_or_insert(cold);
+        }
         self.collect_consts(&file.items);
         for item in &file.items {
             self.item(item);
@@ -177,7 +260,7 @@ impl<'a> Walker<'a> {
 
     fn remember_const(&mut self, ident: &syn::Ident, expr: &Expr) {
         let value = self.const_val(expr);
-        if matches!(value, Val::Device { .. }) || value.is_cpu_placement() {
+        if matches!(value, Val::Device(_)) || value.is_cpu_placement() {
             self.consts.insert(ident.to_string(), value);
         }
     }
@@ -189,43 +272,81 @@ impl<'a> Walker<'a> {
             Expr::Paren(p) => self.const_val(&p.expr),
             Expr::Tuple(t) => Val::Tuple(t.elems.iter().map(|e| self.const_val(e)).collect()),
             Expr::Call(c) => match &*c.func {
-                Expr::Path(p) if path_has_segment(&p.path, "Device") => Val::Device { cpu: false },
+                Expr::Path(p) if path_has_segment(&p.path, "Device") => Val::Device(Place::Device),
                 _ => Val::Unknown,
             },
             _ => Val::Unknown,
         }
     }
 
+    /// Runs `walk` with the item's own coldness (attributes) added.
+    fn with_item_cold(&mut self, attrs: &[Attribute], walk: impl FnOnce(&mut Self)) {
+        let saved = self.item_cold.clone();
+        if self.item_cold.is_none() {
+            self.item_cold = attrs_cold(attrs, self.features);
+        }
+        walk(self);
+        self.item_cold = saved;
+    }
+
     fn item(&mut self, item: &Item) {
         match item {
-            Item::Fn(f) => self.function(None, false, &f.sig, &f.block),
-            Item::Impl(imp) => {
+            Item::Fn(f) => self.with_item_cold(&f.attrs, |w| {
+                let generics = generic_bounds(&f.sig.generics);
+                w.function(None, None, false, &f.sig, &f.block, generics);
+            }),
+            Item::Impl(imp) => self.with_item_cold(&imp.attrs, |w| {
                 let owner = type_name(&imp.self_ty);
+                let trait_impl = imp
+                    .trait_
+                    .as_ref()
+                    .and_then(|(_, path, _)| path.segments.last())
+                    .map(|s| s.ident.to_string());
+                let impl_generics = generic_bounds(&imp.generics);
                 for member in &imp.items {
                     if let ImplItem::Fn(m) = member {
-                        self.function(owner.clone(), false, &m.sig, &m.block);
+                        w.with_item_cold(&m.attrs, |w| {
+                            let mut generics = impl_generics.clone();
+                            generics.extend(generic_bounds(&m.sig.generics));
+                            w.function(
+                                owner.clone(),
+                                trait_impl.clone(),
+                                false,
+                                &m.sig,
+                                &m.block,
+                                generics,
+                            );
+                        });
                     }
                 }
-            }
-            Item::Trait(t) => {
+            }),
+            Item::Trait(t) => self.with_item_cold(&t.attrs, |w| {
                 let owner = Some(t.ident.to_string());
                 for member in &t.items {
                     if let TraitItem::Fn(m) = member {
                         if let Some(body) = &m.default {
-                            self.function(owner.clone(), true, &m.sig, body);
+                            w.with_item_cold(&m.attrs, |w| {
+                                let generics = generic_bounds(&m.sig.generics);
+                                w.function(owner.clone(), None, true, &m.sig, body, generics);
+                            });
                         }
                     }
                 }
-            }
+            }),
             Item::Mod(m) => {
                 if let Some((_, items)) = &m.content {
-                    for item in items {
-                        self.item(item);
-                    }
+                    self.with_item_cold(&m.attrs, |w| {
+                        w.module.push(m.ident.to_string());
+                        for item in items {
+                            w.item(item);
+                        }
+                        w.module.pop();
+                    });
                 }
             }
             Item::Struct(s) => {
                 let name = s.ident.to_string();
+                let generics = generic_bounds(&s.generics);
                 let fields = s
                     .fields
                     .iter()
@@ -235,12 +356,63 @@ impl<'a> Walker<'a> {
                             .ident
                             .as_ref()
                             .map_or_else(|| i.to_string(), ToString::to_string);
-                        (field, classify(&f.ty, Some(&name)))
+                        (field, classify_in(&f.ty, Some(&name), &generics))
                     })
                     .collect();
                 self.facts.structs.push(StructFacts { name, fields });
             }
+            Item::Use(u) => {
+                let mut prefix = Vec::new();
+                self.use_tree(&u.tree, &mut prefix);
+            }
             _ => {}
+        }
+    }
+
+    fn use_tree(&mut self, tree: &UseTree, prefix: &mut Vec<String>) {
+        match tree {
+            UseTree::Path(p) => {
+                prefix.push(p.ident.to_string());
+                self.use_tree(&p.tree, prefix);
+                prefix.pop();
+            }
+            UseTree::Name(n) => {
+                let name = n.ident.to_string();
+                let (path, alias) = if name == "self" {
+                    (prefix.clone(), prefix.last().cloned().unwrap_or_default())
+                } else {
+                    let mut path = prefix.clone();
+                    path.push(name.clone());
+                    (path, name)
+                };
+                self.facts.uses.push(UseFacts {
+                    module: self.module.clone(),
+                    path,
+                    alias,
+                });
+            }
+            UseTree::Rename(r) => {
+                let mut path = prefix.clone();
+                let name = r.ident.to_string();
+                if name != "self" {
+                    path.push(name);
+                }
+                self.facts.uses.push(UseFacts {
+                    module: self.module.clone(),
+                    path,
+                    alias: r.rename.to_string(),
+                });
+            }
+            UseTree::Glob(_) => self.facts.uses.push(UseFacts {
+                module: self.module.clone(),
+                path: prefix.clone(),
+                alias: "*".into(),
+            }),
+            UseTree::Group(g) => {
+                for tree in &g.items {
+                    self.use_tree(tree, prefix);
+                }
+            }
         }
     }
 
@@ -250,57 +422,114 @@ impl<'a> Walker<'a> {
         let for_item = FnState {
             context: self.fn_state.context.clone(),
             self_ty: self.fn_state.self_ty.clone(),
+            generics: self.fn_state.generics.clone(),
             ..FnState::default()
         };
         let enclosing = std::mem::replace(&mut self.fn_state, for_item);
+        let cold = self.fn_state.context.cold.clone();
+        let saved = std::mem::replace(&mut self.item_cold, cold);
         self.item(item);
+        self.item_cold = saved;
         self.fn_state = enclosing;
     }
 
-    fn function(&mut self, owner: Option<String>, in_trait: bool, sig: &Signature, block: &Block) {
+    fn function(
+        &mut self,
+        owner: Option<String>,
+        trait_impl: Option<String>,
+        in_trait: bool,
+        sig: &Signature,
+        block: &Block,
+        mut generics: Vec<(String, String)>,
+    ) {
         let index = self.facts.functions.len();
+        // Generic parameters of the enclosing function stay in scope for
+        // items nested in it.
+        for outer in &self.fn_state.generics {
+            if !generics.iter().any(|(n, _)| *n == outer.0) {
+                generics.push(outer.clone());
+            }
+        }
         let returns = match &sig.output {
             ReturnType::Default => TyKind::Other,
-            ReturnType::Type(_, ty) => classify(ty, owner.as_deref()),
+            ReturnType::Type(_, ty) => classify_in(ty, owner.as_deref(), &generics),
         };
         let loc = self.loc(sig.ident.span(), sig.ident.span());
+        let cold = self.item_cold.clone();
         self.facts.functions.push(FnFacts {
             owner: owner.clone(),
             in_trait,
+            trait_impl,
             name: sig.ident.to_string(),
+            module: self.module.clone(),
             has_receiver: sig.receiver().is_some(),
             returns,
+            return_place: Place::Device,
+            cold: cold.clone(),
+            update: false,
+            forward: false,
             loc,
         });
+        self.next_statement += 1;
         self.fn_state = FnState {
             self_ty: owner,
+            generics,
             context: Context {
                 loop_id: None,
                 periodic: None,
                 function: Some(index),
                 statement_line: loc.line,
+                statement: self.next_statement,
+                cold,
             },
             ..FnState::default()
         };
         self.push_scope();
-        for input in &sig.inputs {
+        for (position, input) in sig.inputs.iter().enumerate() {
+            let place = Place::of(PlaceRef::Param(position));
             match input {
                 FnArg::Receiver(_) => {
                     let value = match self.fn_state.self_ty.as_deref() {
-                        Some("Tensor") => Val::device_tensor(),
-                        Some(ty) => Val::Deferred(TypeRef::Named(ty.to_owned())),
+                        Some("Tensor") => Val::tensor_at(place),
+                        Some(ty) => Val::Deferred(TypeRef::Named(ty.to_owned()), place),
                         None => Val::Unknown,
                     };
                     self.bind("self".into(), value);
                 }
                 FnArg::Typed(pt) => {
-                    let value = self.type_val(&pt.ty);
+                    let value = kind_val(&self.classify(&pt.ty), place);
                     self.bind_pat(&pt.pat, value);
                 }
             }
         }
-        self.block(block);
+        let tail = self.block(block);
+        self.note_return(&tail);
+        if let Some(place) = self.fn_state.returns.take() {
+            self.facts.functions[index].return_place = place;
+        }
         self.pop_scope();
+    }
+
+    fn classify(&self, ty: &Type) -> TyKind {
+        classify_in(
+            ty,
+            self.fn_state.self_ty.as_deref(),
+            &self.fn_state.generics,
+        )
+    }
+
+    /// Joins a returned value's place into the function's.
+    fn note_return(&mut self, value: &Val) {
+        if self.fn_state.closure_depth > 0 {
+            return;
+        }
+        let Some(place) = value.place() else {
+            return;
+        };
+        self.fn_state.returns = Some(match self.fn_state.returns.take() {
+            Some(before) => before.both(place),
+            None => place,
+        });
     }
 
     // ----- scopes ------------------------------------------------------
@@ -316,7 +545,8 @@ impl<'a> Walker<'a> {
     }
 
     fn bind(&mut self, name: String, value: Val) {
-        self.fn_state.bindings.push((name, value));
+        let depth = self.fn_state.scopes.len();
+        self.fn_state.bindings.push((name, value, depth));
     }
 
     fn lookup(&self, name: &str) -> Option<&Val> {
@@ -324,24 +554,27 @@ impl<'a> Walker<'a> {
             .bindings
             .iter()
             .rev()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v)
+            .find(|(n, _, _)| n == name)
+            .map(|(_, v, _)| v)
     }
 
+    /// `name = value`. In a block nested below the binding's (a branch, a
+    /// loop body) the old value may survive, so the two are joined.
     fn rebind(&mut self, name: &str, value: Val) {
+        let depth = self.fn_state.scopes.len();
         if let Some(slot) = self
             .fn_state
             .bindings
             .iter_mut()
             .rev()
-            .find(|(n, _)| n == name)
+            .find(|(n, _, _)| n == name)
         {
-            slot.1 = value;
+            slot.1 = if depth > slot.2 + 1 {
+                std::mem::replace(&mut slot.1, Val::Unknown).join(value)
+            } else {
+                value
+            };
         }
-    }
-
-    fn type_val(&self, ty: &Type) -> Val {
-        kind_val(&classify(ty, self.fn_state.self_ty.as_deref()))
     }
 
     fn bind_pat(&mut self, pat: &Pat, value: Val) {
@@ -359,10 +592,13 @@ impl<'a> Walker<'a> {
                         Val::Tuple(parts) if !has_rest => {
                             parts.get(i).cloned().unwrap_or(Val::Unknown)
                         }
-                        Val::Deferred(ty) if !has_rest => Val::Deferred(TypeRef::Part {
-                            base: Box::new(ty.clone()),
-                            index: Some(i),
-                        }),
+                        Val::Deferred(ty, place) if !has_rest => Val::Deferred(
+                            TypeRef::Part {
+                                base: Box::new(ty.clone()),
+                                index: Some(i),
+                            },
+                            place.clone(),
+                        ),
                         _ => Val::Unknown,
                     };
                     self.bind_pat(elem, part);
@@ -385,11 +621,11 @@ impl<'a> Walker<'a> {
             Pat::Reference(r) => self.bind_pat(&r.pat, value),
             Pat::Paren(p) => self.bind_pat(&p.pat, value),
             Pat::Type(pt) => {
-                let declared = self.type_val(&pt.ty);
+                let declared = kind_val(&self.classify(&pt.ty), value.place().unwrap_or_default());
                 let merged = match (&declared, &value) {
                     (Val::Tensor(_), Val::Tensor(_))
                     | (Val::Tensors { .. }, Val::Tensors { .. }) => value,
-                    (Val::Deferred(_), Val::Tensor(_) | Val::Deferred(_)) => value,
+                    (Val::Deferred(..), Val::Tensor(_) | Val::Deferred(..)) => value,
                     _ => declared,
                 };
                 self.bind_pat(&pt.pat, merged);
@@ -406,8 +642,16 @@ impl<'a> Walker<'a> {
                 }
             }
             Pat::Struct(s) => {
+                let owner = s.path.segments.last().map(|s| s.ident.to_string());
                 for field in &s.fields {
-                    self.bind_pat(&field.pat, Val::Unknown);
+                    let part = match (&owner, &field.member) {
+                        (Some(owner), Member::Named(name)) => Val::deferred(TypeRef::Field {
+                            base: Box::new(TypeRef::Named(owner.clone())),
+                            field: name.to_string(),
+                        }),
+                        _ => Val::Unknown,
+                    };
+                    self.bind_pat(&field.pat, part);
                 }
             }
             _ => {}
@@ -418,20 +662,36 @@ impl<'a> Walker<'a> {
 
     fn block(&mut self, block: &Block) -> Val {
         self.push_scope();
-        let statement_line = self.fn_state.context.statement_line;
+        let saved = (
+            self.fn_state.context.statement_line,
+            self.fn_state.context.statement,
+            self.fn_state.context.cold.clone(),
+        );
         let mut value = Val::Other;
         for stmt in &block.stmts {
             value = self.stmt(stmt);
+            self.fn_state.context.cold = saved.2.clone();
         }
-        self.fn_state.context.statement_line = statement_line;
+        self.fn_state.context.statement_line = saved.0;
+        self.fn_state.context.statement = saved.1;
         self.pop_scope();
         value
+    }
+
+    /// Starts a new statement at `line`, with the coldness of its attributes.
+    fn begin_statement(&mut self, line: usize, attrs: &[Attribute]) {
+        self.next_statement += 1;
+        self.fn_state.context.statement = self.next_statement;
+        self.fn_state.context.statement_line = line;
+        if self.fn_state.context.cold.is_none() {
+            self.fn_state.context.cold = attrs_cold(attrs, self.features);
+        }
     }
 
     fn stmt(&mut self, stmt: &Stmt) -> Val {
         match stmt {
             Stmt::Local(local) => {
-                self.fn_state.context.statement_line = local.let_token.span.start().line;
+                self.begin_statement(local.let_token.span.start().line, &local.attrs);
                 self.local(local);
                 Val::Other
             }
@@ -440,7 +700,7 @@ impl<'a> Walker<'a> {
                 Val::Other
             }
             Stmt::Expr(expr, semi) => {
-                self.fn_state.context.statement_line = first_span(expr).start().line;
+                self.begin_statement(first_span(expr).start().line, expr_attrs(expr));
                 let value = self.expr(expr);
                 if semi.is_some() {
                     Val::Other
@@ -449,7 +709,7 @@ impl<'a> Walker<'a> {
                 }
             }
             Stmt::Macro(m) => {
-                self.fn_state.context.statement_line = m.mac.path.span().start().line;
+                self.begin_statement(m.mac.path.span().start().line, &m.attrs);
                 self.mac(&m.mac);
                 Val::Other
             }
@@ -544,6 +804,9 @@ impl<'a> Walker<'a> {
                     Expr::Path(p) if p.path.segments.len() == 1 && p.qself.is_none() => {
                         self.rebind(&p.path.segments[0].ident.to_string(), value);
                     }
+                    Expr::Field(f) if is_self(&f.base) => {
+                        self.store_field(None, &f.member, &value);
+                    }
                     left => {
                         self.expr(left);
                     }
@@ -581,15 +844,18 @@ impl<'a> Walker<'a> {
                 let base = self.expr(&i.expr);
                 self.expr(&i.index);
                 match base {
-                    Val::Tensors { cpu, mask } => Val::Tensor(TensorFacts {
-                        cpu,
+                    Val::Tensors { place, mask } => Val::Tensor(TensorFacts {
+                        place,
                         scalar: false,
                         mask,
                     }),
-                    Val::Deferred(t) => Val::Deferred(TypeRef::Part {
-                        base: Box::new(t),
-                        index: None,
-                    }),
+                    Val::Deferred(t, place) => Val::Deferred(
+                        TypeRef::Part {
+                            base: Box::new(t),
+                            index: None,
+                        },
+                        place,
+                    ),
                     _ => Val::Unknown,
                 }
             }
@@ -631,27 +897,12 @@ impl<'a> Walker<'a> {
             }
             Expr::Return(r) => {
                 if let Some(e) = &r.expr {
-                    self.expr(e);
+                    let value = self.expr(e);
+                    self.note_return(&value);
                 }
                 Val::Other
             }
-            Expr::Struct(s) => {
-                for field in &s.fields {
-                    self.expr(&field.expr);
-                }
-                if let Some(rest) = &s.rest {
-                    self.expr(rest);
-                }
-                match s.path.segments.last().map(|s| s.ident.to_string()) {
-                    Some(name) if name == "Self" => self
-                        .fn_state
-                        .self_ty
-                        .clone()
-                        .map_or(Val::Unknown, |t| Val::Deferred(TypeRef::Named(t))),
-                    Some(name) => Val::Deferred(TypeRef::Named(name)),
-                    None => Val::Unknown,
-                }
-            }
+            Expr::Struct(s) => self.struct_literal(s),
             Expr::Try(t) => self.expr(&t.expr),
             Expr::TryBlock(t) => self.block(&t.block),
             Expr::Tuple(t) => Val::Tuple(t.elems.iter().map(|e| self.expr(e)).collect()),
@@ -667,6 +918,9 @@ impl<'a> Walker<'a> {
             Expr::Unsafe(u) => self.block(&u.block),
             Expr::While(w) => {
                 let saved = self.enter_loop(true, w.while_token.span);
+                if drives_requests(&w.cond) {
+                    self.mark_loop(|l| l.request = true);
+                }
                 self.push_scope();
                 self.expr(&w.cond);
                 self.block(&w.body);
@@ -682,6 +936,49 @@ impl<'a> Walker<'a> {
             }
             _ => Val::Unknown,
         }
+    }
+
+    /// `S { f: v, .. }`: records what each field holds; the value is on the
+    /// CPU if every field that holds data is.
+    fn struct_literal(&mut self, s: &syn::ExprStruct) -> Val {
+        let owner = match s.path.segments.last().map(|s| s.ident.to_string()) {
+            Some(name) if name == "Self" => self.fn_state.self_ty.clone(),
+            other => other,
+        };
+        let mut place: Option<Place> = None;
+        for field in &s.fields {
+            let value = self.expr(&field.expr);
+            if let Some(p) = value.place() {
+                place = Some(place.map_or(p.clone(), |before| before.both(p)));
+            }
+            if let Some(owner) = &owner {
+                self.store_field(Some(owner.clone()), &field.member, &value);
+            }
+        }
+        if let Some(rest) = &s.rest {
+            self.expr(rest);
+        }
+        match owner {
+            Some(name) => Val::Deferred(TypeRef::Named(name), place.unwrap_or_default()),
+            None => Val::Unknown,
+        }
+    }
+
+    /// Records `owner.field = value` (`owner` defaults to `Self`).
+    fn store_field(&mut self, owner: Option<String>, member: &Member, value: &Val) {
+        let Some(owner) = owner.or_else(|| self.fn_state.self_ty.clone()) else {
+            return;
+        };
+        let field = match member {
+            Member::Named(ident) => ident.to_string(),
+            Member::Unnamed(index) => index.index.to_string(),
+        };
+        self.facts.field_stores.push(FieldStore {
+            owner,
+            field,
+            place: value.place(),
+            function: self.fn_state.context.function,
+        });
     }
 
     fn binary(&mut self, b: &ExprBinary) -> Val {
@@ -708,7 +1005,14 @@ impl<'a> Walker<'a> {
         if guard.is_some() {
             self.fn_state.context.periodic = guard;
         }
+        let saved_cold = self.fn_state.context.cold.clone();
+        if let Expr::Macro(m) = &*i.cond {
+            if saved_cold.is_none() {
+                self.fn_state.context.cold = cfg_macro_cold(&m.mac, self.features);
+            }
+        }
         let then_value = self.block(&i.then_branch);
+        self.fn_state.context.cold = saved_cold;
         self.fn_state.context.periodic = saved;
         self.pop_scope();
         match &i.else_branch {
@@ -724,6 +1028,9 @@ impl<'a> Walker<'a> {
         let scrutinee = self.expr(&m.expr);
         let mut value: Option<Val> = None;
         for arm in &m.arms {
+            if attrs_cold(&arm.attrs, self.features).is_some() {
+                continue;
+            }
             self.push_scope();
             self.bind_pat(&arm.pat, scrutinee.clone());
             if let Some((_, guard)) = &arm.guard {
@@ -743,6 +1050,9 @@ impl<'a> Walker<'a> {
         let sites_before = self.facts.sites.len();
         let iterable = self.expr(&f.expr);
         let saved = self.enter_loop(true, f.for_token.span);
+        if drives_requests(&f.expr) {
+            self.mark_loop(|l| l.request = true);
+        }
         // `for v in t.iter::<f64>()` reads one element per iteration of this
         // very loop, so the read belongs inside it.
         if let Some(start) = driving_tensor_iter(&f.expr) {
@@ -751,6 +1061,7 @@ impl<'a> Walker<'a> {
                 if site.hit.op == "iter::<T>" && (site.loc.line, site.loc.column) == start {
                     site.context = Context {
                         statement_line: site.context.statement_line,
+                        statement: site.context.statement,
                         ..loop_context.clone()
                     };
                 }
@@ -769,17 +1080,12 @@ impl<'a> Walker<'a> {
         let id = self.facts.loops.len();
         let parent = self.fn_state.context.loop_id;
         self.facts.loops.push(LoopFacts {
-            has_nested_loop: false,
             parent,
+            function: self.fn_state.context.function,
             line: keyword.start().line,
+            statement,
+            ..LoopFacts::default()
         });
-        // Only loop statements (and `for_each`) make the enclosing loop an
-        // outer, once-per-epoch loop; a `.map(..)` over a shape does not.
-        if statement {
-            if let Some(parent) = parent {
-                self.facts.loops[parent].has_nested_loop = true;
-            }
-        }
         let saved = self.fn_state.context.clone();
         self.fn_state.context.loop_id = Some(id);
         self.fn_state.context.periodic = None;
@@ -787,7 +1093,48 @@ impl<'a> Walker<'a> {
     }
 
     fn exit_loop(&mut self, saved: Context) {
-        self.fn_state.context = saved;
+        let statement = self.fn_state.context.statement;
+        let statement_line = self.fn_state.context.statement_line;
+        self.fn_state.context = Context {
+            statement,
+            statement_line,
+            ..saved
+        };
+    }
+
+    /// Marks the innermost loop, if there is one.
+    fn mark_loop(&mut self, mark: impl FnOnce(&mut LoopFacts)) {
+        if let Some(id) = self.fn_state.context.loop_id {
+            mark(&mut self.facts.loops[id]);
+        }
+    }
+
+    /// Notes a step marker (`update`: a backward or optimizer step;
+    /// otherwise running a model) on the innermost loop, or on the
+    /// function when outside loops.
+    fn mark_step(&mut self, update: bool) {
+        match (
+            self.fn_state.context.loop_id,
+            self.fn_state.context.function,
+        ) {
+            (Some(id), _) => {
+                let facts = &mut self.facts.loops[id];
+                if update {
+                    facts.update = true;
+                } else {
+                    facts.forward = true;
+                }
+            }
+            (None, Some(f)) => {
+                let facts = &mut self.facts.functions[f];
+                if update {
+                    facts.update = true;
+                } else {
+                    facts.forward = true;
+                }
+            }
+            (None, None) => {}
+        }
     }
 
     /// A closure that runs where it is written (`no_grad(|| ..)`, a
@@ -797,7 +1144,9 @@ impl<'a> Walker<'a> {
         for input in &c.inputs {
             self.bind_pat(input, Val::Unknown);
         }
+        self.fn_state.closure_depth += 1;
         let value = self.expr(&c.body);
+        self.fn_state.closure_depth -= 1;
         self.pop_scope();
         value
     }
@@ -809,7 +1158,9 @@ impl<'a> Walker<'a> {
         for (i, input) in c.inputs.iter().enumerate() {
             self.bind_pat(input, params.get(i).cloned().unwrap_or(Val::Unknown));
         }
+        self.fn_state.closure_depth += 1;
         let value = self.expr(&c.body);
+        self.fn_state.closure_depth -= 1;
         self.pop_scope();
         self.exit_loop(saved);
         value
@@ -836,8 +1187,8 @@ impl<'a> Walker<'a> {
         let last = last.ident.to_string();
         let previous = segments.iter().rev().nth(1).map(|s| s.ident.to_string());
         match (previous.as_deref(), last.as_str()) {
-            (Some("Device"), "Cpu") => Val::Device { cpu: true },
-            (Some("Device"), _) => Val::Device { cpu: false },
+            (Some("Device"), "Cpu") => Val::Device(Place::Cpu),
+            (Some("Device"), _) => Val::Device(Place::Device),
             (Some("kind"), "FLOAT_CPU" | "DOUBLE_CPU" | "INT64_CPU") => cpu_options(),
             (Some("Kind"), _) => Val::Other,
             _ => self.consts.get(&last).cloned().unwrap_or(Val::Unknown),
@@ -846,11 +1197,9 @@ impl<'a> Walker<'a> {
 
     fn call(&mut self, c: &ExprCall) -> Val {
         let Expr::Path(func) = &*c.func else {
-            self.expr(&c.func);
-            for arg in &c.args {
-                self.expr(arg);
-            }
-            return Val::Unknown;
+            let callee = self.expr(&c.func);
+            let args: Vec<Val> = c.args.iter().map(|a| self.expr(a)).collect();
+            return self.call_value(&callee, &args);
         };
         let segments: Vec<String> = func
             .path
@@ -863,19 +1212,27 @@ impl<'a> Walker<'a> {
         };
         let loc = self.loc(first_span(&c.func), c.paren_token.span.close());
 
-        // A local closure called by name.
         if segments.len() == 1 && func.qself.is_none() {
-            if let Some(Val::Closure(id)) = self.lookup(&name).cloned() {
-                for arg in &c.args {
-                    self.expr(arg);
+            match self.lookup(&name).cloned() {
+                // A local closure called by name.
+                Some(Val::Closure(id)) => {
+                    for arg in &c.args {
+                        self.expr(arg);
+                    }
+                    self.closure_call(id, &name, loc);
+                    return Val::Unknown;
                 }
-                self.closure_call(id, &name, loc);
-                return Val::Unknown;
+                // A local value called as a function: a boxed module.
+                Some(callee) => {
+                    let args: Vec<Val> = c.args.iter().map(|a| self.expr(a)).collect();
+                    return self.call_value(&callee, &args);
+                }
+                None => {}
             }
         }
 
         // `tch::no_grad(|| ..)` returns what the closure returns.
-        if name == "no_grad" {
+        if name == "no_grad" || name == "autocast" {
             let mut value = Val::Unknown;
             for arg in &c.args {
                 value = match arg {
@@ -913,10 +1270,27 @@ impl<'a> Walker<'a> {
                     let by_ref = matches!(c.args.first(), Some(Expr::Reference(_)));
                     let op = format!("{written}::{name}");
                     let hit = host_sync::conversion(&op, target, by_ref, name == "try_from");
-                    let subject = args.first().cloned().unwrap_or(Val::Unknown);
+                    let mut subject = args.first().cloned().unwrap_or(Val::Unknown);
+                    if matches!(subject, Val::Unknown | Val::Deferred(..))
+                        && self.mentions_tch
+                        && c.args.first().is_some_and(ends_in_reduction)
+                    {
+                        // `f64::from(x.abs().max())`: a zero-argument
+                        // reduction converted to a scalar is a tensor's.
+                        subject = Val::tensor_at(subject.place().unwrap_or_default());
+                    }
                     self.report(hit, &subject, loc);
                     return Val::Other;
                 }
+            }
+        }
+
+        // devcheck's tracked readbacks: `readbacks::scalar_f64(&loss)`.
+        if segments.iter().any(|s| s == "readbacks") {
+            if let Some(hit) = host_sync::tracked_readback(&name) {
+                let subject = args.first().cloned().unwrap_or(Val::Unknown);
+                self.report(hit, &subject, loc);
+                return Val::Other;
             }
         }
 
@@ -926,54 +1300,32 @@ impl<'a> Walker<'a> {
 
         let qualifier = (segments.len() >= 2).then(|| segments[segments.len() - 2].as_str());
         match qualifier {
-            Some("Tensor") => {
-                let host_data = matches!(
-                    name.as_str(),
-                    "from_slice"
-                        | "of_slice"
-                        | "from_slice2"
-                        | "from"
-                        | "f_from_slice"
-                        | "try_from"
-                        | "of_data"
-                        | "from_data_size"
-                        | "f_of_slice"
-                        | "f_from_slice2"
-                );
-                let tensors: Vec<&Val> = args
-                    .iter()
-                    .filter(|a| {
-                        matches!(a, Val::Tensor(_) | Val::Tensors { .. } | Val::Deferred(_))
-                    })
-                    .collect();
-                let cpu = host_data
-                    || args.iter().any(Val::is_cpu_placement)
-                    || (!tensors.is_empty() && tensors.iter().all(|a| a.is_cpu_tensor()));
-                Val::Tensor(TensorFacts {
-                    cpu,
-                    scalar: false,
-                    mask: false,
-                })
-            }
-            Some("Device") => Val::Device { cpu: false },
+            Some("Tensor") => tensor_constructor(&name, &args, c.args.first()),
+            Some("Device") => Val::Device(Place::Device),
             // tch's mini-batch iterator over (inputs, targets).
             Some("Iter2") if name == "new" => {
-                let cpu = args.first().is_some_and(Val::is_cpu_tensor);
-                let batch = Val::Tensor(TensorFacts {
-                    cpu,
-                    ..TensorFacts::default()
-                });
+                let place = args
+                    .first()
+                    .filter(|a| a.is_cpu_tensor())
+                    .map_or(Place::Device, |_| Place::Cpu);
+                let batch = Val::tensor_at(place);
                 Val::Iter(Box::new(Val::Tuple(vec![batch.clone(), batch])))
+            }
+            Some(ty) if is_placed_tch_type(ty) => {
+                let place = args
+                    .iter()
+                    .find_map(Val::placement)
+                    .unwrap_or_else(|| built_from(&args));
+                Val::Deferred(TypeRef::Named(ty.to_owned()), place)
             }
             _ if matches!(name.as_str(), "Some" | "Ok" | "Box" | "new")
                 && matches!(
                     qualifier,
-                    None | Some("Box" | "Rc" | "Arc" | "RefCell" | "Mutex" | "Cell")
+                    None | Some("Box" | "Rc" | "Arc" | "RefCell" | "Mutex" | "Cell" | "RwLock")
                 ) =>
             {
                 if name == "new" && qualifier.is_none() {
-                    self.record_call(Callee::Free(name.clone()), loc);
-                    return Val::Deferred(TypeRef::Return { owner: None, name });
+                    return self.crate_call(Callee::Free(segments), None, &args, loc);
                 }
                 args.into_iter().next().unwrap_or(Val::Unknown)
             }
@@ -986,40 +1338,86 @@ impl<'a> Walker<'a> {
                     _ => None,
                 };
                 match owner {
-                    Some(owner) => {
-                        self.record_call(
-                            Callee::Assoc {
-                                owner: owner.clone(),
-                                name: name.clone(),
-                            },
-                            loc,
-                        );
-                        Val::Deferred(TypeRef::Return {
-                            owner: Some(Box::new(owner)),
-                            name,
-                        })
-                    }
-                    None => {
-                        self.record_call(Callee::Free(name.clone()), loc);
-                        Val::Deferred(TypeRef::Return { owner: None, name })
-                    }
+                    Some(owner) => self.crate_call(
+                        Callee::Assoc {
+                            owner: owner.clone(),
+                            name: name.clone(),
+                        },
+                        Some(owner),
+                        &args,
+                        loc,
+                    ),
+                    None => self.crate_call(Callee::Free(segments), None, &args, loc),
                 }
             }
+        }
+    }
+
+    /// A call that may reach a crate-local function: recorded for the
+    /// crate pass; its value is deferred to it.
+    fn crate_call(
+        &mut self,
+        callee: Callee,
+        owner: Option<TypeRef>,
+        args: &[Val],
+        loc: Loc,
+    ) -> Val {
+        let name = callee.name().to_owned();
+        let arg_places: Vec<Place> = args.iter().map(|a| a.place().unwrap_or_default()).collect();
+        if is_update(&name) {
+            self.mark_step(true);
+        } else if is_forward(&name) {
+            self.mark_step(false);
+        }
+        self.record_call(callee, loc, arg_places.iter().cloned().map(Some).collect());
+        let result = TypeRef::Return {
+            owner: owner.map(Box::new),
+            name,
+        };
+        let module = is_forward(&result_name(&result));
+        Val::Deferred(result.clone(), Place::of_call(result, arg_places, module))
+    }
+
+    /// Calling a value (a boxed module, a function pointer): runs a model,
+    /// whose output is where the model is.
+    fn call_value(&mut self, callee: &Val, _args: &[Val]) -> Val {
+        // A closure parameter (`f: &dyn Fn(..)`) is a callback, not a model.
+        let callback = matches!(callee, Val::Deferred(TypeRef::Named(n), _)
+            if matches!(n.as_str(), "Fn" | "FnMut" | "FnOnce"));
+        if !callback {
+            self.mark_step(false);
+        }
+        let place = callee.imposed_place();
+        match callee {
+            Val::Unknown | Val::Deferred(..) => Val::Deferred(TypeRef::Unknown, place),
+            _ => Val::Unknown,
         }
     }
 
     fn method_call(&mut self, m: &ExprMethodCall) -> Val {
         let receiver = self.expr(&m.receiver);
         let name = m.method.to_string();
-        let adapter = self.adapter_params(&name, &receiver);
+        let adapter = self.adapter_params(&name, &receiver, &m.args);
         let mut args = Vec::with_capacity(m.args.len());
         for arg in &m.args {
             let value = match (arg, &adapter) {
                 (Expr::Closure(c), Some(params)) => self.closure_loop(
                     c,
                     params,
-                    matches!(name.as_str(), "for_each" | "try_for_each"),
+                    matches!(
+                        name.as_str(),
+                        "for_each"
+                            | "try_for_each"
+                            | "for_each_concurrent"
+                            | "try_for_each_concurrent"
+                    ),
                 ),
+                // `losses.iter().map(f32::try_from)`: a point-free conversion
+                // of each element.
+                (Expr::Path(path), Some(params)) => {
+                    self.point_free(path, params.last().cloned().unwrap_or(Val::Unknown), arg);
+                    Val::Unknown
+                }
                 _ => self.expr(arg),
             };
             args.push(value);
@@ -1030,10 +1428,17 @@ impl<'a> Walker<'a> {
                 && matches!(t.args.first(), Some(syn::GenericArgument::Type(Type::Path(p)))
                     if p.path.get_ident().is_some_and(|i| is_scalar(&i.to_string())))
         });
+        // `t.double_value(&[i])`: an index that varies, one element per read.
+        let element_index = matches!(
+            m.args.first(),
+            Some(Expr::Reference(r)) if matches!(&*r.expr, Expr::Array(a)
+                if a.elems.iter().any(|e| !matches!(e, Expr::Lit(_))))
+        );
         let call = MethodCall {
             name: &name,
             args: &args,
             scalar_turbofish,
+            element_index,
         };
         let checks = [
             host_sync::method,
@@ -1041,8 +1446,10 @@ impl<'a> Walker<'a> {
             data_dependent_shape::method,
             syncing_helper::method,
         ];
-        if let Some(hit) = checks.iter().find_map(|check| check(&call)) {
-            self.report(hit, &receiver, loc);
+        let found = checks.iter().find_map(|check| check(&call));
+        let hit = found.is_some();
+        if let Some(found) = found {
+            self.report_method(found, &receiver, loc, &name);
         }
         if !self.patterns.is_empty() {
             self.custom(&name, loc);
@@ -1055,22 +1462,31 @@ impl<'a> Walker<'a> {
         if name == "push" {
             if let (Expr::Path(p), Some(Val::Tensor(pushed))) = (&*m.receiver, args.first()) {
                 if let Some(ident) = p.path.get_ident() {
-                    let cpu = match &receiver {
-                        Val::Tensors { cpu, .. } => *cpu && pushed.cpu,
-                        _ => pushed.cpu,
+                    let place = match &receiver {
+                        Val::Tensors { place, .. } => place.clone().both(pushed.place.clone()),
+                        _ => pushed.place.clone(),
                     };
                     self.rebind(
                         &ident.to_string(),
                         Val::Tensors {
-                            cpu,
+                            place,
                             mask: pushed.mask,
                         },
                     );
                 }
             }
         }
-        if matches!(receiver, Val::Unknown | Val::Deferred(_) | Val::Tensor(_))
+        if is_update(&name) {
+            self.mark_step(true);
+        } else if is_forward(&name) {
+            self.mark_step(false);
+        }
+        let mut arg_places: Vec<Place> = vec![receiver.place().unwrap_or_default()];
+        arg_places.extend(args.iter().map(|a| a.place().unwrap_or_default()));
+        // A call a rule reports is that rule's finding, not a call to follow.
+        if matches!(receiver, Val::Unknown | Val::Deferred(..) | Val::Tensor(_))
             && !TRANSPARENT.contains(&name.as_str())
+            && !hit
         {
             self.record_call(
                 Callee::Method {
@@ -1078,17 +1494,59 @@ impl<'a> Walker<'a> {
                     name: name.clone(),
                 },
                 loc,
+                arg_places.iter().cloned().map(Some).collect(),
             );
         }
-        self.method_value(&name, receiver, &args, m)
+        self.method_value(&name, receiver, &args, m, arg_places)
     }
 
-    /// If `name` is an iterator adapter called on an iterator, the values
-    /// its closure receives.
-    fn adapter_params(&self, name: &str, receiver: &Val) -> Option<Vec<Val>> {
+    /// `f32::try_from` or `Tensor::double_value` passed to an adapter:
+    /// applied to each element.
+    fn point_free(&mut self, path: &ExprPath, element: Val, arg: &Expr) {
+        let segments: Vec<String> = path
+            .path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect();
+        let [.., qualifier, name] = segments.as_slice() else {
+            return;
+        };
+        let span = arg.span();
+        let loc = self.loc(span, span);
+        if matches!(name.as_str(), "try_from" | "from") {
+            if let Some(target) = conversion_target(qualifier) {
+                let op = format!("{qualifier}::{name}");
+                let hit = host_sync::conversion(&op, target, false, name == "try_from");
+                self.report(hit, &element, loc);
+            }
+        } else if qualifier == "Tensor" {
+            let call = MethodCall {
+                name,
+                args: &[],
+                scalar_turbofish: false,
+                element_index: false,
+            };
+            if let Some(hit) = host_sync::method(&call) {
+                self.report(hit, &element, loc);
+            }
+        }
+    }
+
+    /// If `name` is an iterator adapter called on an iterator (or a stream
+    /// whose closure is async), the values its closure receives.
+    fn adapter_params(
+        &self,
+        name: &str,
+        receiver: &Val,
+        args: &syn::punctuated::Punctuated<Expr, syn::Token![,]>,
+    ) -> Option<Vec<Val>> {
+        let async_body = args
+            .iter()
+            .any(|a| matches!(a, Expr::Closure(c) if matches!(&*c.body, Expr::Async(_))));
         let element = match receiver {
             Val::Iter(element) => (**element).clone(),
-            _ if matches!(name, "for_each" | "try_for_each") => Val::Unknown,
+            _ if matches!(name, "for_each" | "try_for_each") || async_body => Val::Unknown,
             _ => return None,
         };
         if !ELEMENT_ADAPTERS.contains(&name) {
@@ -1100,7 +1558,14 @@ impl<'a> Walker<'a> {
         })
     }
 
-    fn method_value(&mut self, name: &str, receiver: Val, args: &[Val], m: &ExprMethodCall) -> Val {
+    fn method_value(
+        &mut self,
+        name: &str,
+        receiver: Val,
+        args: &[Val],
+        m: &ExprMethodCall,
+        arg_places: Vec<Place>,
+    ) -> Val {
         if TRANSPARENT.contains(&name) {
             return receiver;
         }
@@ -1116,25 +1581,25 @@ impl<'a> Walker<'a> {
             // Strings' and maps' iterators; a crate-local type may define
             // methods of the same names, so deferred receivers stay deferred.
             ("chars" | "bytes" | "lines" | "keys" | "split_whitespace" | "char_indices", _)
-                if args.is_empty() && !matches!(receiver, Val::Deferred(_)) =>
+                if args.is_empty() && !matches!(receiver, Val::Deferred(..)) =>
             {
                 return Val::Iter(Box::new(Val::Other));
             }
             ("values" | "values_mut", _)
-                if args.is_empty() && !matches!(receiver, Val::Deferred(_)) =>
+                if args.is_empty() && !matches!(receiver, Val::Deferred(..)) =>
             {
                 return Val::Iter(Box::new(Val::Unknown));
             }
             ("enumerate", Val::Iter(element)) => {
                 return Val::Iter(Box::new(Val::Tuple(vec![Val::Other, (**element).clone()])));
             }
-            ("zip", Val::Iter(element)) => {
+            ("zip" | "zip_eq", Val::Iter(element)) => {
                 let other = args.first().and_then(Val::element).unwrap_or(Val::Unknown);
                 return Val::Iter(Box::new(Val::Tuple(vec![(**element).clone(), other])));
             }
             ("to_device", Val::Iter(element)) => {
-                let cpu = args.first().is_some_and(Val::is_cpu_placement);
-                return Val::Iter(Box::new(with_placement((**element).clone(), cpu)));
+                let place = args.first().and_then(Val::placement).unwrap_or_default();
+                return Val::Iter(Box::new(with_placement((**element).clone(), place)));
             }
             (_, Val::Iter(_)) if SAME_ELEMENTS.contains(&name) => return receiver,
             ("map" | "filter_map" | "flat_map" | "map_while", Val::Iter(_)) => {
@@ -1143,7 +1608,7 @@ impl<'a> Walker<'a> {
             ("collect", Val::Iter(element)) => {
                 return match &**element {
                     Val::Tensor(facts) => Val::Tensors {
-                        cpu: facts.cpu,
+                        place: facts.place.clone(),
                         mask: facts.mask,
                     },
                     _ => Val::Unknown,
@@ -1151,62 +1616,82 @@ impl<'a> Walker<'a> {
             }
             ("next" | "last" | "nth", Val::Iter(element)) => return (**element).clone(),
             (
-                "first" | "last" | "get" | "pop" | "remove" | "swap_remove" | "pop_front"
-                | "pop_back",
-                Val::Tensors { .. },
-            ) => {
+                "first" | "last" | "get" | "get_mut" | "pop" | "remove" | "swap_remove"
+                | "pop_front" | "pop_back" | "first_mut" | "last_mut",
+                Val::Tensors { .. } | Val::Deferred(..),
+            ) if !matches!(receiver, Val::Deferred(TypeRef::Named(_), _)) => {
                 return receiver.element().unwrap_or(Val::Unknown);
             }
             ("chunks" | "windows" | "chunks_exact", Val::Tensors { .. }) => {
                 return Val::Iter(Box::new(receiver))
             }
             ("train_iter" | "test_iter", _) if self.mentions_tch => {
+                let place = receiver.place().unwrap_or_default();
                 return Val::Iter(Box::new(Val::Tuple(vec![
-                    Val::device_tensor(),
-                    Val::device_tensor(),
+                    Val::tensor_at(place.clone()),
+                    Val::tensor_at(place),
                 ])));
             }
             _ => {}
         }
+        let receiver_place = match &receiver {
+            Val::Deferred(_, place) => place.clone(),
+            _ => Place::Device,
+        };
         match receiver {
             Val::Tensor(facts) => tensor_method(name, facts, args),
-            Val::Unknown | Val::Deferred(_) if self.mentions_tch && name == "to_device" => {
-                Val::Tensor(TensorFacts {
-                    cpu: args.first().is_some_and(Val::is_cpu_placement),
-                    ..Default::default()
-                })
+            Val::Unknown | Val::Deferred(..) if name == "device" => {
+                Val::Device(receiver.place().unwrap_or_default())
             }
-            Val::Unknown | Val::Deferred(_)
+            Val::Unknown | Val::Deferred(..) if self.mentions_tch && name == "to_device" => {
+                Val::tensor_at(args.first().and_then(Val::placement).unwrap_or_default())
+            }
+            Val::Unknown | Val::Deferred(..)
                 if self.mentions_tch && is_comparison(name) && args.len() == 1 =>
             {
                 Val::Tensor(TensorFacts {
-                    cpu: false,
+                    place: receiver_place,
                     scalar: false,
                     mask: true,
                 })
             }
-            Val::Unknown | Val::Deferred(_) if self.mentions_tch && tch_tensor_method(name) => {
+            Val::Unknown | Val::Deferred(..) if self.mentions_tch && tch_tensor_method(name) => {
+                let result = TypeRef::Return {
+                    owner: Some(Box::new(receiver.type_ref())),
+                    name: name.to_owned(),
+                };
                 Val::Tensor(TensorFacts {
-                    cpu: false,
+                    place: receiver_place.either(Place::of_call(
+                        result,
+                        arg_places,
+                        is_forward(name),
+                    )),
                     scalar: is_loss(name),
                     mask: false,
                 })
             }
-            Val::Unknown | Val::Deferred(_)
+            Val::Unknown | Val::Deferred(..)
                 if self.mentions_tch
                     && matches!(name, "mean" | "sum" | "prod")
                     && matches!(m.args.first(), Some(Expr::Path(p)) if path_has_segment(&p.path, "Kind")) =>
             {
                 Val::Tensor(TensorFacts {
-                    cpu: false,
+                    place: receiver_place,
                     scalar: true,
                     mask: false,
                 })
             }
-            Val::Unknown | Val::Deferred(_) => Val::Deferred(TypeRef::Return {
-                owner: Some(Box::new(receiver.type_ref())),
-                name: name.to_owned(),
-            }),
+            Val::Unknown | Val::Deferred(..) => {
+                let result = TypeRef::Return {
+                    owner: Some(Box::new(receiver.type_ref())),
+                    name: name.to_owned(),
+                };
+                let module = is_forward(name);
+                Val::Deferred(
+                    result.clone(),
+                    receiver_place.either(Place::of_call(result, arg_places, module)),
+                )
+            }
             _ => Val::Unknown,
         }
     }
@@ -1215,7 +1700,15 @@ impl<'a> Walker<'a> {
 
     /// Records a rule's hit if its subject passes the rule's bar.
     pub(crate) fn report(&mut self, hit: Hit, subject: &Val, loc: Loc) {
-        let Gate::Report(requirement) = gate(subject, hit.need, self.mentions_tch) else {
+        self.report_with_method(hit, subject, loc, None);
+    }
+
+    fn report_method(&mut self, hit: Hit, subject: &Val, loc: Loc, method: &str) {
+        self.report_with_method(hit, subject, loc, Some(method));
+    }
+
+    fn report_with_method(&mut self, hit: Hit, subject: &Val, loc: Loc, method: Option<&str>) {
+        let Gate::Report(requirement) = gate(subject, hit.need, self.mentions_tch, method) else {
             return;
         };
         self.push_site(Site {
@@ -1223,6 +1716,7 @@ impl<'a> Walker<'a> {
             loc,
             context: self.fn_state.context.clone(),
             requirement,
+            place: subject.place().unwrap_or_default(),
             pattern: None,
             via: Vec::new(),
         });
@@ -1244,17 +1738,19 @@ impl<'a> Walker<'a> {
                 loc,
                 context: self.fn_state.context.clone(),
                 requirement: None,
+                place: Place::Device,
                 pattern: Some(index),
                 via: Vec::new(),
             });
         }
     }
 
-    fn record_call(&mut self, callee: Callee, loc: Loc) {
+    fn record_call(&mut self, callee: Callee, loc: Loc, args: Vec<Option<Place>>) {
         self.facts.calls.push(CallSite {
             callee,
             loc,
             context: self.fn_state.context.clone(),
+            args,
         });
     }
 
@@ -1278,8 +1774,15 @@ impl<'a> Walker<'a> {
                 .periodic
                 .clone()
                 .or(site.context.periodic.take());
+            let cold = self
+                .fn_state
+                .context
+                .cold
+                .clone()
+                .or(site.context.cold.take());
             site.context = Context {
                 periodic,
+                cold,
                 ..self.fn_state.context.clone()
             };
             self.push_site(site);
@@ -1314,25 +1817,43 @@ impl<'a> Walker<'a> {
     pub(crate) fn lookup_name(&self, name: &str) -> Val {
         self.lookup(name).cloned().unwrap_or(Val::Unknown)
     }
+
+    /// Walks `walk` as code outside the release hot path, for `reason`.
+    pub(crate) fn cold<T>(&mut self, reason: Cold, walk: impl FnOnce(&mut Self) -> T) -> T {
+        let saved = self.fn_state.context.cold.clone();
+        if saved.is_none() {
+            self.fn_state.context.cold = Some(reason);
+        }
+        let value = walk(self);
+        self.fn_state.context.cold = saved;
+        value
+    }
 }
 
-/// The value of a classified type.
-fn kind_val(kind: &TyKind) -> Val {
+fn result_name(result: &TypeRef) -> String {
+    match result {
+        TypeRef::Return { name, .. } => name.clone(),
+        _ => String::new(),
+    }
+}
+
+/// The value of a classified type whose data lives at `place`.
+fn kind_val(kind: &TyKind, place: Place) -> Val {
     match kind {
-        TyKind::Tensor => Val::device_tensor(),
-        TyKind::Tensors => Val::Tensors {
-            cpu: false,
-            mask: false,
-        },
-        TyKind::Named(name) => Val::Deferred(TypeRef::Named(name.clone())),
-        TyKind::Tuple(parts) => Val::Tuple(parts.iter().map(kind_val).collect()),
-        TyKind::Device => Val::Device { cpu: false },
+        TyKind::Tensor => Val::tensor_at(place),
+        TyKind::Tensors => Val::Tensors { place, mask: false },
+        TyKind::Named(name) => Val::Deferred(TypeRef::Named(name.clone()), place),
+        TyKind::Tuple(parts) => {
+            Val::Tuple(parts.iter().map(|p| kind_val(p, place.clone())).collect())
+        }
+        TyKind::Collection(_) => Val::Deferred(TypeRef::Written(kind.clone()), place),
+        TyKind::Device => Val::Device(place),
         TyKind::Other => Val::Other,
     }
 }
 
 fn cpu_options() -> Val {
-    Val::Tuple(vec![Val::Other, Val::Device { cpu: true }])
+    Val::Tuple(vec![Val::Other, Val::Device(Place::Cpu)])
 }
 
 /// An array or `vec!` of these values.
@@ -1347,20 +1868,94 @@ pub(crate) fn collection_of(values: Vec<Val>) -> Val {
     if tensors.is_empty() {
         return Val::Unknown;
     }
+    let place = tensors
+        .iter()
+        .map(|t| t.place.clone())
+        .reduce(Place::both)
+        .unwrap_or_default();
     Val::Tensors {
-        cpu: tensors.iter().all(|t| t.cpu),
+        place,
         mask: tensors.iter().any(|t| t.mask),
     }
 }
 
-fn with_placement(value: Val, cpu: bool) -> Val {
+fn with_placement(value: Val, place: Place) -> Val {
     match value {
-        Val::Tensor(facts) => Val::Tensor(TensorFacts { cpu, ..facts }),
-        Val::Tuple(parts) => {
-            Val::Tuple(parts.into_iter().map(|p| with_placement(p, cpu)).collect())
-        }
+        Val::Tensor(facts) => Val::Tensor(TensorFacts { place, ..facts }),
+        Val::Tuple(parts) => Val::Tuple(
+            parts
+                .into_iter()
+                .map(|p| with_placement(p, place.clone()))
+                .collect(),
+        ),
         other => other,
     }
+}
+
+/// Where an object built from these arguments computes: on the CPU if it is
+/// built from a CPU object (an `nn::Path` of a CPU `VarStore`) or CPU data.
+fn built_from(args: &[Val]) -> Place {
+    args.iter()
+        .map(|a| match a {
+            Val::Deferred(_, place) => place.clone(),
+            Val::Tensor(_) | Val::Tensors { .. } => a.imposed_place(),
+            _ => Place::Device,
+        })
+        .fold(Place::Device, Place::either)
+}
+
+/// `Tensor::name(args)`: a tensor, on the CPU when built from host data,
+/// with CPU options, or from CPU tensors.
+fn tensor_constructor(name: &str, args: &[Val], first: Option<&Expr>) -> Val {
+    let host_data = matches!(
+        name,
+        "from_slice"
+            | "of_slice"
+            | "from_slice2"
+            | "from"
+            | "f_from_slice"
+            | "try_from"
+            | "of_data"
+            | "from_data_size"
+            | "f_of_slice"
+            | "f_from_slice2"
+            | "read_npy"
+            | "read_npz"
+            | "load"
+            | "load_multi"
+            | "read_safetensors"
+            | "scalar_tensor"
+    );
+    let empty_shape = matches!(
+        first,
+        Some(Expr::Array(a)) if a.elems.is_empty()
+    ) || matches!(first, Some(Expr::Reference(r)) if matches!(&*r.expr, Expr::Array(a) if a.elems.is_empty()));
+    let scalar = (name == "from" && matches!(args.first(), Some(Val::Other)))
+        || name == "scalar_tensor"
+        || (matches!(name, "zeros" | "ones" | "full" | "empty" | "rand" | "randn") && empty_shape);
+    let place = if host_data {
+        Place::Cpu
+    } else if let Some(place) = args.iter().find_map(Val::placement) {
+        place
+    } else {
+        let tensors: Vec<&Val> = args
+            .iter()
+            .filter(|a| matches!(a, Val::Tensor(_) | Val::Tensors { .. } | Val::Deferred(..)))
+            .collect();
+        if !tensors.is_empty() && tensors.iter().all(|a| a.is_cpu_tensor()) {
+            Place::Cpu
+        } else {
+            tensors
+                .iter()
+                .map(|a| a.imposed_place())
+                .fold(Place::Device, Place::either)
+        }
+    };
+    Val::Tensor(TensorFacts {
+        place,
+        scalar,
+        mask: false,
+    })
 }
 
 fn field_val(base: Val, member: &Member) -> Val {
@@ -1377,8 +1972,15 @@ fn field_val(base: Val, member: &Member) -> Val {
         }
     };
     match base {
-        Val::Deferred(_) | Val::Unknown => Val::Deferred(TypeRef::Field {
-            base: Box::new(base.type_ref()),
+        Val::Deferred(ty, place) => Val::Deferred(
+            TypeRef::Field {
+                base: Box::new(ty),
+                field,
+            },
+            place,
+        ),
+        Val::Unknown => Val::deferred(TypeRef::Field {
+            base: Box::new(TypeRef::Unknown),
             field,
         }),
         _ => Val::Unknown,
@@ -1397,13 +1999,90 @@ fn path_has_segment(path: &syn::Path, name: &str) -> bool {
     path.segments.iter().any(|s| s.ident == name)
 }
 
+fn is_self(expr: &Expr) -> bool {
+    matches!(expr, Expr::Path(p) if p.path.is_ident("self"))
+}
+
+/// `f64::from(x.abs().max())`: an argument ending in a reduction with no
+/// arguments, which on anything but a tensor would not convert to a scalar.
+fn ends_in_reduction(expr: &Expr) -> bool {
+    match expr {
+        Expr::Reference(r) => ends_in_reduction(&r.expr),
+        Expr::Paren(p) => ends_in_reduction(&p.expr),
+        Expr::MethodCall(m) => {
+            m.args.is_empty()
+                && matches!(
+                    m.method.to_string().as_str(),
+                    "max" | "min" | "sum" | "mean" | "any" | "all" | "norm" | "amax" | "amin"
+                )
+        }
+        _ => false,
+    }
+}
+
+/// Whether a loop's condition or iterable takes the next request
+/// (`receiver.recv()`, `listener.incoming()`).
+fn drives_requests(expr: &Expr) -> bool {
+    match expr {
+        Expr::MethodCall(m) => {
+            is_request_source(&m.method.to_string()) || drives_requests(&m.receiver)
+        }
+        Expr::Let(l) => drives_requests(&l.expr),
+        Expr::Await(a) => drives_requests(&a.base),
+        Expr::Try(t) => drives_requests(&t.expr),
+        Expr::Paren(p) => drives_requests(&p.expr),
+        Expr::Reference(r) => drives_requests(&r.expr),
+        _ => false,
+    }
+}
+
+/// The attributes written on an expression statement.
+fn expr_attrs(expr: &Expr) -> &[Attribute] {
+    match expr {
+        Expr::Block(e) => &e.attrs,
+        Expr::Call(e) => &e.attrs,
+        Expr::MethodCall(e) => &e.attrs,
+        Expr::ForLoop(e) => &e.attrs,
+        Expr::While(e) => &e.attrs,
+        Expr::Loop(e) => &e.attrs,
+        Expr::If(e) => &e.attrs,
+        Expr::Match(e) => &e.attrs,
+        Expr::Macro(e) => &e.attrs,
+        Expr::Assign(e) => &e.attrs,
+        Expr::Binary(e) => &e.attrs,
+        Expr::Unsafe(e) => &e.attrs,
+        _ => &[],
+    }
+}
+
 /// `step % 100 == 0`, `(i + 1) % log_every == 0`, `step.is_multiple_of(10)`,
-/// possibly combined with `&&`.
+/// `let Some(0) = every.map(|n| step % n)`, possibly combined with `&&`.
 fn is_periodic(cond: &Expr) -> bool {
     fn is_rem(e: &Expr) -> bool {
         match e {
             Expr::Binary(b) => matches!(b.op, BinOp::Rem(_)),
             Expr::Paren(p) => is_rem(&p.expr),
+            _ => false,
+        }
+    }
+    fn holds_rem(e: &Expr) -> bool {
+        match e {
+            Expr::Binary(b) => {
+                matches!(b.op, BinOp::Rem(_)) || holds_rem(&b.left) || holds_rem(&b.right)
+            }
+            Expr::Paren(p) => holds_rem(&p.expr),
+            Expr::MethodCall(m) => {
+                m.method == "rem_euclid" || holds_rem(&m.receiver) || m.args.iter().any(holds_rem)
+            }
+            Expr::Closure(c) => holds_rem(&c.body),
+            _ => false,
+        }
+    }
+    fn is_zero(p: &Pat) -> bool {
+        match p {
+            Pat::Lit(l) => matches!(&l.lit, syn::Lit::Int(i) if i.base10_digits() == "0"),
+            Pat::TupleStruct(ts) => ts.elems.len() == 1 && ts.elems.first().is_some_and(is_zero),
+            Pat::Paren(p) => is_zero(&p.pat),
             _ => false,
         }
     }
@@ -1415,6 +2094,7 @@ fn is_periodic(cond: &Expr) -> bool {
         },
         Expr::MethodCall(m) => m.method == "is_multiple_of",
         Expr::Paren(p) => is_periodic(&p.expr),
+        Expr::Let(l) => is_zero(&l.pat) && holds_rem(&l.expr),
         _ => false,
     }
 }

@@ -2,6 +2,7 @@
 //! device tensors.
 
 use super::{declare_rule, infallible_name, Hit, MethodCall, Need, RuleId};
+use crate::analysis::facts::Fix;
 use crate::analysis::values::Val;
 
 declare_rule! {
@@ -65,10 +66,21 @@ pub(crate) fn method(call: &MethodCall<'_>) -> Option<Hit> {
     let name = infallible_name(call.name);
     let hit = |need, message: String| Some(Hit::new(RuleId::HostSync, name, need, message));
     match name {
-        "double_value" | "int64_value" => hit(
-            Need::Name,
-            format!("`{name}` reads a tensor element back to the host"),
-        ),
+        "double_value" | "int64_value" => {
+            let hit = Hit::new(
+                RuleId::HostSync,
+                name,
+                Need::Name,
+                format!("`{name}` reads a tensor element back to the host"),
+            );
+            // `t.double_value(&[i])` in a loop reads one element per
+            // iteration: one bulk copy before the loop does the same.
+            Some(if call.element_index {
+                hit.with_fix(Fix::Element)
+            } else {
+                hit
+            })
+        }
         "copy_data" | "copy_data_u8" => hit(
             Need::Name,
             format!("`{name}` copies the tensor's data to the host"),
@@ -100,11 +112,13 @@ pub(crate) fn method(call: &MethodCall<'_>) -> Option<Hit> {
         "print" if call.args.is_empty() => hit(
             Need::Tensor,
             "`print` formats the tensor on the host, reading all its data back".into(),
-        ),
+        )
+        .map(|h| h.with_fix(Fix::Format)),
         "to_string" if call.args.len() <= 1 => hit(
             Need::Tensor,
             "`to_string` formats the tensor on the host, reading all its data back".into(),
-        ),
+        )
+        .map(|h| h.with_fix(Fix::Format)),
         _ => None,
     }
 }
@@ -116,6 +130,25 @@ pub(crate) enum Target {
     Scalar,
     /// A `Vec` or an ndarray array: a bulk copy.
     Bulk,
+}
+
+/// A read through devcheck's own tracked-readback wrappers
+/// (`readbacks::scalar_f64(&t)`): counted by devcheck, but still a sync.
+pub(crate) fn tracked_readback(name: &str) -> Option<Hit> {
+    let what = match name {
+        "scalar_f64" | "scalar_i64" => "reads a tensor scalar back to the host",
+        "vec_f32" | "vec_f64" | "vec_i64" | "to_host" => "copies the tensor to the host",
+        _ => return None,
+    };
+    Some(
+        Hit::new(
+            RuleId::HostSync,
+            format!("readbacks::{name}"),
+            Need::Name,
+            format!("`readbacks::{name}` {what}"),
+        )
+        .with_note("devcheck's readbacks check counts this read against the step's budget; it still waits for the device"),
+    )
 }
 
 /// Checks `Target::try_from(arg)` / `Target::from(arg)` / `arg.try_into()`.
@@ -158,12 +191,15 @@ pub(crate) enum FormatTrait {
 /// Checks one tensor argument of a formatting macro.
 pub(crate) fn formatted(macro_name: &str, how: FormatTrait, scalar: bool) -> Option<Hit> {
     match how {
-        FormatTrait::Display => Some(Hit::new(
-            RuleId::HostSync,
-            format!("{macro_name}!(\"{{}}\")"),
-            Need::Tensor,
-            format!("formatting a tensor with `{{}}` in `{macro_name}!` reads its data back to the host"),
-        )),
+        FormatTrait::Display => Some(
+            Hit::new(
+                RuleId::HostSync,
+                format!("{macro_name}!(\"{{}}\")"),
+                Need::Tensor,
+                format!("formatting a tensor with `{{}}` in `{macro_name}!` reads its data back to the host"),
+            )
+            .with_fix(Fix::Format),
+        ),
         FormatTrait::Debug if scalar => Some(
             Hit::new(
                 RuleId::HostSync,
@@ -171,7 +207,8 @@ pub(crate) fn formatted(macro_name: &str, how: FormatTrait, scalar: bool) -> Opt
                 Need::Tensor,
                 format!("formatting a 0-dim tensor with `{{:?}}` in `{macro_name}!` reads its value back to the host"),
             )
-            .with_note("tch's `Debug` prints the values of tensors with fewer than ten elements"),
+            .with_note("tch's `Debug` prints the values of tensors with fewer than ten elements")
+            .with_fix(Fix::Format),
         ),
         FormatTrait::Debug => None,
     }

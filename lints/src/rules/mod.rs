@@ -6,6 +6,7 @@ use std::fmt;
 
 use serde::{Serialize, Serializer};
 
+use crate::analysis::facts::Fix;
 use crate::analysis::values::Val;
 use crate::config::Level;
 
@@ -159,6 +160,9 @@ pub(crate) struct MethodCall<'a> {
     pub args: &'a [Val],
     /// Whether the single type in the turbofish (`iter::<f64>`) is a scalar.
     pub scalar_turbofish: bool,
+    /// Whether the first argument is an index list with a variable in it
+    /// (`&[i, j]`): one element per read.
+    pub element_index: bool,
 }
 
 /// A rule's verdict on one call: report it if the subject passes `need`.
@@ -174,6 +178,8 @@ pub(crate) struct Hit {
     pub note: Option<String>,
     /// How sure the walker must be that the subject is a tensor.
     pub need: Need,
+    /// Which advice fits.
+    pub fix: Fix,
 }
 
 impl Hit {
@@ -184,12 +190,32 @@ impl Hit {
             message,
             note: None,
             need,
+            fix: Fix::Rule,
         }
     }
 
     pub(crate) fn with_note(mut self, note: impl Into<String>) -> Hit {
         self.note = Some(note.into());
         self
+    }
+
+    pub(crate) fn with_fix(mut self, fix: Fix) -> Hit {
+        self.fix = fix;
+        self
+    }
+}
+
+/// The advice printed under a finding, by what its reads have in common.
+pub(crate) fn help(rule: RuleId, fixes: &[Fix]) -> &'static str {
+    if rule != RuleId::HostSync {
+        return rule.info().help;
+    }
+    if fixes.iter().all(|f| *f == Fix::Format) {
+        "format lazily: log every N steps (`if step % N == 0`), printing a value accumulated on the device rather than each step's tensor"
+    } else if fixes.iter().all(|f| *f == Fix::Element) {
+        "copy the tensor to the host once before the loop (`Vec::<T>::try_from`) and index the vector"
+    } else {
+        rule.info().help
     }
 }
 

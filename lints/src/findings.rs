@@ -1,0 +1,269 @@
+//! From the crate pass's answers to findings: which reads in loops sync,
+//! how loudly each is reported (the loop's level, periodic guards, code
+//! outside the release hot path, the configured levels), and one finding
+//! per statement listing every read in it.
+
+use std::path::Path;
+
+use crate::analysis::crate_pass::LoopLevels;
+use crate::analysis::facts::{Cold, Context, FileFacts, Fix, Loc};
+use crate::config::{Config, Level};
+use crate::engine::{group_by_workspace, workspace_index, Scanned};
+use crate::rules::{help, RuleId};
+use crate::{Finding, Severity};
+
+/// One read in a loop, before grouping.
+struct Read {
+    rule: RuleId,
+    pattern: Option<usize>,
+    /// Short name (`double_value`, or the first function of a chain).
+    op: String,
+    message: String,
+    notes: Vec<String>,
+    loc: Loc,
+    fix: Fix,
+    statement: usize,
+    severity: Severity,
+}
+
+/// Findings for every parsed file, sorted by file, line and column.
+pub(crate) fn collect(scanned: &[Scanned<'_>], config: &Config) -> Vec<Finding> {
+    let mut out: Vec<Finding> = Vec::new();
+    for (_, members) in group_by_workspace(scanned) {
+        let (positions, index) = workspace_index(scanned, &members);
+        if positions.is_empty() {
+            continue;
+        }
+        let summary = index.summarize();
+        let levels = index.loop_levels();
+        for (file, &position) in positions.iter().enumerate() {
+            let facts = index.facts(file);
+            let mut reads = Vec::new();
+            for site in &facts.sites {
+                if site.context.loop_id.is_none() || !index.site_syncs(file, site) {
+                    continue;
+                }
+                let mut notes: Vec<String> = site.hit.note.iter().cloned().collect();
+                let (op, message) = if site.via.is_empty() {
+                    (site.hit.op.clone(), site.hit.message.clone())
+                } else {
+                    let mut steps = site.via.clone();
+                    steps.push(site.hit.op.clone());
+                    notes.insert(0, format!("via {}", quoted_chain(&steps)));
+                    (
+                        site.via[0].clone(),
+                        format!(
+                            "{} syncs with the device: {}",
+                            site.via[0], site.hit.message
+                        ),
+                    )
+                };
+                let read = Read {
+                    rule: site.hit.rule,
+                    pattern: site.pattern,
+                    op,
+                    message,
+                    notes,
+                    loc: site.loc,
+                    fix: site.hit.fix,
+                    statement: site.context.statement,
+                    severity: Severity::Warning,
+                };
+                reads.extend(judge(read, &site.context, facts, file, &levels, config));
+            }
+            for call in &facts.calls {
+                if call.context.loop_id.is_none() {
+                    continue;
+                }
+                let callees = index.callees(file, call);
+                let Some(chain) = index.chain_through(&summary.syncs, file, call, &callees) else {
+                    continue;
+                };
+                let read = Read {
+                    rule: chain.rule,
+                    pattern: chain.pattern,
+                    op: format!("`{}`", chain.steps[0]),
+                    message: format!(
+                        "`{}` syncs with the device: {}",
+                        chain.steps[0], chain.message
+                    ),
+                    notes: vec![format!("via {}", quoted_chain(&chain.steps))],
+                    loc: call.loc,
+                    fix: chain.fix,
+                    statement: call.context.statement,
+                    severity: Severity::Warning,
+                };
+                let context = Context {
+                    periodic: chain.periodic.clone(),
+                    cold: chain.cold.clone(),
+                    ..call.context.clone()
+                };
+                reads.extend(judge(read, &context, facts, file, &levels, config));
+            }
+            out.extend(per_statement(reads, &scanned[position].path));
+        }
+    }
+    out.sort_by(|a, b| {
+        (&a.file, a.line, a.column, a.rule).cmp(&(&b.file, b.line, b.column, b.rule))
+    });
+    out.dedup_by(|a, b| (&a.file, a.line, a.column, a.rule) == (&b.file, b.line, b.column, b.rule));
+    out
+}
+
+/// Decides a read's severity and the note that says why, or drops it
+/// (allowed by a comment or the configuration, or outside the hot path).
+fn judge(
+    mut read: Read,
+    context: &Context,
+    facts: &FileFacts,
+    file: usize,
+    levels: &LoopLevels,
+    config: &Config,
+) -> Option<Read> {
+    let loop_id = context.loop_id?;
+    if facts
+        .suppressions
+        .allows(read.rule, read.loc.line, context.statement_line)
+    {
+        return None;
+    }
+    let level = read
+        .pattern
+        .and_then(|p| config.patterns.get(p))
+        .and_then(|p| p.level)
+        .unwrap_or_else(|| config.level(read.rule));
+    let loop_line = facts.loops[loop_id].line;
+    let loop_level = levels.get(file, loop_id);
+    let quiet_because = match &context.cold {
+        Some(Cold::Test) if !config.hot.tests => return None,
+        Some(Cold::DebugAssertion) if !config.hot.debug_assertions => return None,
+        Some(Cold::DebugLog(name)) if !config.hot.debug_logs => Some(format!(
+            "`{name}!` evaluates its arguments only when `{name}` logging is enabled"
+        )),
+        Some(Cold::Feature(feature)) => Some(format!(
+            "only built with the cargo feature `{feature}`, which `default` does not enable"
+        )),
+        _ => None,
+    };
+    let quiet_because = quiet_because
+        .or_else(|| context.periodic.as_ref().map(|g| format!("runs only when `{g}`")))
+        .or_else(|| {
+            loop_level.per_epoch.map(|inner| {
+                format!(
+                    "runs once per iteration of the loop at line {loop_line}, which runs the steps at line {inner} (the once-per-epoch level)"
+                )
+            })
+        })
+        .or_else(|| {
+            loop_level.request.then(|| {
+                format!("runs once per request taken by the loop at line {loop_line}")
+            })
+        });
+    let quiet = quiet_because.is_some();
+    read.notes.push(quiet_because.unwrap_or_else(|| {
+        format!(
+            "inside the loop at line {loop_line}: the host waits for the device on every iteration"
+        )
+    }));
+    read.severity = match level {
+        Level::Allow => return None,
+        Level::Note => Severity::Note,
+        _ if quiet => Severity::Note,
+        Level::Warn => Severity::Warning,
+        Level::Deny => Severity::Error,
+    };
+    Some(read)
+}
+
+/// One finding per statement and rule: the first read's place and
+/// message, every read listed.
+fn per_statement(mut reads: Vec<Read>, path: &Path) -> Vec<Finding> {
+    reads.sort_by_key(|r| (r.statement, r.rule, r.loc));
+    let mut out: Vec<Finding> = Vec::new();
+    let mut start = 0;
+    while start < reads.len() {
+        let key = (reads[start].statement, reads[start].rule);
+        let end = start
+            + reads[start..]
+                .iter()
+                .take_while(|r| (r.statement, r.rule) == key)
+                .count();
+        out.push(merge(&reads[start..end], path));
+        start = end;
+    }
+    out
+}
+
+fn merge(group: &[Read], path: &Path) -> Finding {
+    let first = &group[0];
+    let fixes: Vec<Fix> = group.iter().map(|r| r.fix).collect();
+    let last = group
+        .iter()
+        .map(|r| r.loc)
+        .max_by_key(|l| (l.end_line, l.end_column))
+        .unwrap_or(first.loc);
+    let (message, mut notes) = if group.len() == 1 {
+        (first.message.clone(), first.notes.clone())
+    } else {
+        let ops: Vec<String> = group
+            .iter()
+            .map(|r| {
+                if r.op.starts_with('`') {
+                    r.op.clone()
+                } else {
+                    format!("`{}`", r.op)
+                }
+            })
+            .collect();
+        let mut notes: Vec<String> = group
+            .iter()
+            .map(|r| format!("{}:{}: {}", r.loc.line, r.loc.column, r.message))
+            .collect();
+        for read in group {
+            for note in &read.notes {
+                if !notes.contains(note) {
+                    notes.push(note.clone());
+                }
+            }
+        }
+        (
+            format!(
+                "{} reads in one statement wait for the device: {}",
+                group.len(),
+                ops.join(", ")
+            ),
+            notes,
+        )
+    };
+    notes.dedup();
+    Finding {
+        rule: first.rule,
+        severity: group
+            .iter()
+            .map(|r| r.severity)
+            .max()
+            .unwrap_or(first.severity),
+        file: path.to_owned(),
+        line: first.loc.line,
+        column: first.loc.column,
+        end_line: last.end_line,
+        end_column: last.end_column,
+        message,
+        notes,
+        help: help(first.rule, &fixes),
+    }
+}
+
+fn quoted_chain(steps: &[String]) -> String {
+    steps
+        .iter()
+        .map(|s| {
+            if s.starts_with("closure `") {
+                s.clone()
+            } else {
+                format!("`{s}`")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" → ")
+}
