@@ -72,10 +72,15 @@ pub enum Task {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// Time devcheck-lint against a bare parallel syn parse of the same files.
+    /// Time devcheck-lint against a bare parallel syn parse of the same files,
+    /// or with `--real DIR` score it against the judged findings in real code.
     BenchLint {
         /// Files or directories (default: the cargo registry sources).
         paths: Vec<PathBuf>,
+        /// Lint the repositories under DIR (one directory each, named as in
+        /// `lints/bench/verdicts/`) and print precision and recall.
+        #[arg(long, value_name = "DIR", conflicts_with = "paths")]
+        real: Option<PathBuf>,
     },
     /// Install a git pre-commit hook that runs devcheck-lint on the staged Rust files.
     InstallHook {

@@ -91,17 +91,21 @@ fn run(task: Task) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Task::Test { args } => test(&args),
-        Task::BenchLint { paths } => {
+        Task::BenchLint { paths, real } => {
             let mut command = cargo(None);
+            let bench = if real.is_some() { "real" } else { "registry" };
             command.args([
                 "bench",
                 "--package",
                 "devcheck-lint",
                 "--bench",
-                "registry",
+                bench,
                 "--",
             ]);
-            command.args(paths);
+            match real {
+                Some(dir) => command.arg(dir),
+                None => command.args(paths),
+            };
             status(&mut command)
         }
         Task::InstallHook { force } => {
