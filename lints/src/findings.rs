@@ -22,6 +22,8 @@ struct Read {
     notes: Vec<String>,
     loc: Loc,
     fix: Fix,
+    /// The subject is a part of a tensor rather than a whole one.
+    part: bool,
     statement: usize,
     severity: Severity,
 }
@@ -66,6 +68,7 @@ pub(crate) fn collect(scanned: &[Scanned<'_>], config: &Config) -> Vec<Finding> 
                     notes,
                     loc: site.loc,
                     fix: site.hit.fix,
+                    part: site.part,
                     statement: site.context.statement,
                     severity: Severity::Warning,
                 };
@@ -90,6 +93,7 @@ pub(crate) fn collect(scanned: &[Scanned<'_>], config: &Config) -> Vec<Finding> 
                     notes: vec![format!("via {}", quoted_chain(&chain.steps))],
                     loc: call.loc,
                     fix: chain.fix,
+                    part: call.part,
                     statement: call.context.statement,
                     severity: Severity::Warning,
                 };
@@ -158,13 +162,26 @@ fn judge(
             loop_level.request.then(|| {
                 format!("runs once per request taken by the loop at line {loop_line}")
             })
+        })
+        .or_else(|| {
+            // Copying each whole item of a collection (serialising
+            // tensors, handing each input to another runtime) is the
+            // loop's purpose, not a stall between steps.
+            (read.fix == Fix::Bulk && !read.part && loop_level.stepless).then(|| {
+                format!(
+                    "copies each whole item once in the loop at line {loop_line}, which runs no training or generation step"
+                )
+            })
         });
     let quiet = quiet_because.is_some();
-    read.notes.push(quiet_because.unwrap_or_else(|| {
-        format!(
-            "inside the loop at line {loop_line}: the host waits for the device on every iteration"
-        )
-    }));
+    let element_iter = facts.loops[loop_id].element_iter;
+    if quiet || !element_iter {
+        read.notes.push(quiet_because.unwrap_or_else(|| {
+            format!(
+                "inside the loop at line {loop_line}: the host waits for the device on every iteration"
+            )
+        }));
+    }
     read.severity = match level {
         Level::Allow => return None,
         Level::Note => Severity::Note,

@@ -20,6 +20,7 @@ pub mod prefilter;
 pub mod render;
 pub mod rules;
 mod suppress;
+pub mod verdicts;
 pub mod walk;
 mod workspace;
 

@@ -203,6 +203,9 @@ pub(crate) struct LoopLevel {
     pub per_epoch: Option<usize>,
     /// The loop takes one incoming request per iteration.
     pub request: bool,
+    /// Neither the loop nor a loop around it in its function runs a step
+    /// (an update or a model): a loop over items, not over steps.
+    pub stepless: bool,
 }
 
 /// What the loops of every file of the workspace do.
@@ -509,6 +512,17 @@ impl<'a> CrateIndex<'a> {
         self.closest(Some(unit), matching.into_iter())
     }
 
+    /// Whether a call on a receiver of this type dispatches to the impls of
+    /// a trait (a trait object, a generic bounded by the trait, `self` in a
+    /// trait's default method) rather than to one type's method.
+    fn is_trait_dispatch(&self, owner: &str, name: &str) -> bool {
+        self.traits.contains(owner)
+            && !self.named(name).any(|id| {
+                let f = self.function(id);
+                f.owner.as_deref() == Some(owner) && !f.in_trait
+            })
+    }
+
     /// Methods named `name` of type (or trait) `owner`, as seen from `from`.
     fn methods_of(&self, owner: &str, name: &str, from: Option<usize>) -> Vec<FnId> {
         let own: Vec<FnId> = self.closest(
@@ -608,7 +622,8 @@ impl<'a> CrateIndex<'a> {
             },
             TypeRef::Part { base, index } => {
                 match (self.resolve_within(base, from, depth + 1), index) {
-                    (Some(TyKind::Tensors), None) => Some(TyKind::Tensor),
+                    // `t.get(i)` and `t[i]` of a tensor are tensors.
+                    (Some(TyKind::Tensors | TyKind::Tensor), None) => Some(TyKind::Tensor),
                     (Some(TyKind::Collection(element)), None) => Some(*element),
                     (Some(TyKind::Tuple(parts)), Some(i)) => parts.get(*i).cloned(),
                     _ => None,
@@ -676,6 +691,20 @@ impl<'a> CrateIndex<'a> {
     }
 
     // ----- calls ---------------------------------------------------------
+
+    /// Whether a call reaches one of several impls of a trait (so one impl
+    /// that syncs is enough to report it), rather than candidates found by
+    /// name (which must all sync).
+    pub(crate) fn dispatches(&self, file: usize, call: &CallSite) -> bool {
+        let from = Some(self.files[file].unit);
+        match &call.callee {
+            Callee::Method { receiver, name } => match self.resolve(receiver, from) {
+                Some(TyKind::Named(owner)) => self.is_trait_dispatch(&owner, name),
+                _ => false,
+            },
+            _ => false,
+        }
+    }
 
     /// The crate-local functions a call in `file` may reach.
     pub(crate) fn callees(&self, file: usize, call: &CallSite) -> Vec<FnId> {
@@ -869,7 +898,18 @@ impl<'a> CrateIndex<'a> {
             let Some(calls) = callers.get(&function) else {
                 return false;
             };
-            let calls = calls.clone();
+            // Test code and debug assertions say nothing about the
+            // arguments a release build passes.
+            let calls: Vec<(usize, usize)> = calls
+                .iter()
+                .copied()
+                .filter(|&(file, call)| {
+                    !matches!(
+                        self.files[file].facts.calls[call].context.cold,
+                        Some(Cold::Test | Cold::DebugAssertion)
+                    )
+                })
+                .collect();
             drop(callers);
             !calls.is_empty()
                 && calls.iter().all(|&(file, call)| {
@@ -997,14 +1037,21 @@ impl<'a> CrateIndex<'a> {
         if callees.is_empty() {
             return None;
         }
+        let any = callees.len() > 1 && self.dispatches(file, call);
         let args: Vec<Place> = call
             .args
             .iter()
             .map(|a| a.clone().unwrap_or_default())
             .collect();
         let mut chosen: Option<(FnId, Chain)> = None;
+        let mut syncing = 0;
         for &callee in callees {
-            let chains = syncs.get(&callee)?;
+            let Some(chains) = syncs.get(&callee) else {
+                if any {
+                    continue;
+                }
+                return None;
+            };
             // The first way this callee syncs that these arguments do not
             // put on the CPU; unguarded and hot ones first.
             let mut usable: Vec<&Chain> = chains
@@ -1015,7 +1062,13 @@ impl<'a> CrateIndex<'a> {
                 })
                 .collect();
             usable.sort_by_key(|c| (c.periodic.is_some(), c.cold.is_some()));
-            let chain = usable.first()?;
+            let Some(chain) = usable.first() else {
+                if any {
+                    continue;
+                }
+                return None;
+            };
+            syncing += 1;
             if chosen.as_ref().is_none_or(|(_, c)| {
                 (c.periodic.is_some(), c.cold.is_some())
                     > (chain.periodic.is_some(), chain.cold.is_some())
@@ -1026,8 +1079,18 @@ impl<'a> CrateIndex<'a> {
         let (callee, inner) = chosen?;
         let mut steps = vec![self.function(callee).display_name()];
         steps.extend(inner.steps.iter().cloned());
+        let message = if any && syncing < callees.len() {
+            format!(
+                "{} (in {syncing} of the {} implementations this call can reach)",
+                inner.message,
+                callees.len()
+            )
+        } else {
+            inner.message.clone()
+        };
         Some(Chain {
             steps,
+            message,
             periodic: call.context.periodic.clone().or(inner.periodic.clone()),
             cold: call.context.cold.clone().or(inner.cold.clone()),
             condition: substitute(&inner.condition, &args),
@@ -1128,18 +1191,19 @@ impl<'a> CrateIndex<'a> {
                 .iter()
                 .enumerate()
                 .map(|(file, info)| {
-                    info.facts
-                        .loops
-                        .iter()
-                        .enumerate()
-                        .map(|(id, facts)| {
-                            let (runs_update, _, encloses) = levels[file][id];
-                            LoopLevel {
-                                per_epoch: if runs_update { None } else { encloses },
-                                request: facts.request && !runs_update,
-                            }
-                        })
-                        .collect()
+                    let loops = &info.facts.loops;
+                    let mut out: Vec<LoopLevel> = Vec::with_capacity(loops.len());
+                    for (id, facts) in loops.iter().enumerate() {
+                        let (runs_update, runs_forward, encloses) = levels[file][id];
+                        // Parents come before their children.
+                        let parent_stepless = facts.parent.is_none_or(|p| out[p].stepless);
+                        out.push(LoopLevel {
+                            per_epoch: if runs_update { None } else { encloses },
+                            request: facts.request && !runs_update,
+                            stepless: parent_stepless && !runs_update && !runs_forward,
+                        });
+                    }
+                    out
                 })
                 .collect(),
         }

@@ -61,6 +61,8 @@ pub enum Fix {
     Format,
     /// One element of a tensor per read: copy the tensor once.
     Element,
+    /// A bulk copy of a tensor to the host.
+    Bulk,
 }
 
 /// A place that syncs, or would if its subject turns out to be a device tensor.
@@ -79,6 +81,9 @@ pub struct Site {
     pub pattern: Option<usize>,
     /// Local closures the sync is reached through (`closure `log``).
     pub via: Vec<String>,
+    /// The subject is a part of a tensor (`t.get(i)`, `t.select(0, i)`,
+    /// `t[i]`), not a whole one.
+    pub part: bool,
 }
 
 /// A call that may reach a crate-local function.
@@ -124,6 +129,8 @@ pub struct CallSite {
     /// Where each argument lives (the receiver first, for method calls);
     /// `None` for arguments that hold no data.
     pub args: Vec<Option<Place>>,
+    /// Some argument is a part of a tensor (`t.get(i)`).
+    pub part: bool,
 }
 
 /// One loop (including iterator-adapter closures such as `for_each`).
@@ -146,6 +153,9 @@ pub struct LoopFacts {
     /// It is driven by incoming requests (`recv()`, `incoming()`,
     /// `accept()`): each iteration answers one.
     pub request: bool,
+    /// Not a loop in the source but `t.iter::<T>()`, which reads one
+    /// element per item.
+    pub element_iter: bool,
 }
 
 /// A syntactic type, classified.

@@ -202,7 +202,8 @@ pub(crate) struct Walker<'a> {
     depth: usize,
     /// The walk met an expression nested deeper than [`MAX_DEPTH`].
     pub(crate) too_deep: bool,
-    last_try_into: Option<(Val, Loc, bool)>,
+    /// The last `.try_into()` seen: (receiver, where, by reference, a part).
+    last_try_into: Option<(Val, Loc, bool, bool)>,
 }
 
 impl<'a> Walker<'a> {
@@ -360,6 +361,33 @@ impl<'a> Walker<'a> {
                     })
                     .collect();
                 self.facts.structs.push(StructFacts { name, fields });
+            }
+            Item::Enum(e) => {
+                // Each variant with fields is a struct named `Enum::Variant`,
+                // so `Enum::Variant(model)` patterns know what they bind.
+                let generics = generic_bounds(&e.generics);
+                let name = e.ident.to_string();
+                for variant in &e.variants {
+                    if variant.fields.is_empty() {
+                        continue;
+                    }
+                    let fields = variant
+                        .fields
+                        .iter()
+                        .enumerate()
+                        .map(|(i, f)| {
+                            let field = f
+                                .ident
+                                .as_ref()
+                                .map_or_else(|| i.to_string(), ToString::to_string);
+                            (field, classify_in(&f.ty, Some(&name), &generics))
+                        })
+                        .collect();
+                    self.facts.structs.push(StructFacts {
+                        name: format!("{name}::{}", variant.ident),
+                        fields,
+                    });
+                }
             }
             Item::Use(u) => {
                 let mut prefix = Vec::new();
@@ -599,6 +627,9 @@ impl<'a> Walker<'a> {
                             },
                             place.clone(),
                         ),
+                        // A tensor method destructured as a tuple (`topk`,
+                        // `sort`, `max_dim`) returns tensors.
+                        Val::Tensor(facts) => Val::tensor_at(facts.place.clone()),
                         _ => Val::Unknown,
                     };
                     self.bind_pat(elem, part);
@@ -609,9 +640,18 @@ impl<'a> Walker<'a> {
                     ts.path.segments.last().is_some_and(|s| {
                         matches!(s.ident.to_string().as_str(), "Some" | "Ok" | "Box")
                     });
-                for elem in &ts.elems {
+                let variant = self.variant_name(&ts.path);
+                for (i, elem) in ts.elems.iter().enumerate() {
                     let part = if wrapper && ts.elems.len() == 1 {
                         value.clone()
+                    } else if let Some(variant) = &variant {
+                        Val::Deferred(
+                            TypeRef::Field {
+                                base: Box::new(TypeRef::Named(variant.clone())),
+                                field: i.to_string(),
+                            },
+                            value.place().unwrap_or_default(),
+                        )
                     } else {
                         Val::Unknown
                     };
@@ -642,7 +682,9 @@ impl<'a> Walker<'a> {
                 }
             }
             Pat::Struct(s) => {
-                let owner = s.path.segments.last().map(|s| s.ident.to_string());
+                let owner = self
+                    .variant_name(&s.path)
+                    .or_else(|| s.path.segments.last().map(|s| s.ident.to_string()));
                 for field in &s.fields {
                     let part = match (&owner, &field.member) {
                         (Some(owner), Member::Named(name)) => Val::deferred(TypeRef::Field {
@@ -656,6 +698,24 @@ impl<'a> Walker<'a> {
             }
             _ => {}
         }
+    }
+
+    /// `Enum::Variant` or `Self::Variant` in a pattern: the variant's
+    /// struct name (see `Item::Enum`).
+    fn variant_name(&self, path: &syn::Path) -> Option<String> {
+        let n = path.segments.len();
+        if n < 2 {
+            return None;
+        }
+        let owner = path.segments[n - 2].ident.to_string();
+        let owner = if owner == "Self" {
+            self.fn_state.self_ty.clone()?
+        } else if owner.starts_with(|c: char| c.is_ascii_uppercase()) {
+            owner
+        } else {
+            return None;
+        };
+        Some(format!("{owner}::{}", path.segments[n - 1].ident))
     }
 
     // ----- statements --------------------------------------------------
@@ -763,10 +823,12 @@ impl<'a> Walker<'a> {
         }
         let is_try_into =
             matches!(expr, Expr::MethodCall(m) if m.method == "try_into" && m.args.is_empty());
-        if let (true, Some((receiver, loc, by_ref))) = (is_try_into, self.last_try_into.take()) {
+        if let (true, Some((receiver, loc, by_ref, part))) =
+            (is_try_into, self.last_try_into.take())
+        {
             let op = format!("try_into::<{}>", compact(ty));
             let hit = host_sync::conversion(&op, target, by_ref, true);
-            self.report(hit, &receiver, loc);
+            self.report_with(hit, &receiver, loc, None, part);
         }
     }
 
@@ -866,7 +928,7 @@ impl<'a> Walker<'a> {
             }
             Expr::Lit(_) => Val::Other,
             Expr::Loop(l) => {
-                let saved = self.enter_loop(true, l.loop_token.span);
+                let saved = self.enter_loop(true, l.loop_token.span.start().line);
                 self.block(&l.body);
                 self.exit_loop(saved);
                 Val::Unknown
@@ -917,7 +979,7 @@ impl<'a> Walker<'a> {
             }
             Expr::Unsafe(u) => self.block(&u.block),
             Expr::While(w) => {
-                let saved = self.enter_loop(true, w.while_token.span);
+                let saved = self.enter_loop(true, w.while_token.span.start().line);
                 if drives_requests(&w.cond) {
                     self.mark_loop(|l| l.request = true);
                 }
@@ -1049,7 +1111,7 @@ impl<'a> Walker<'a> {
     fn for_loop(&mut self, f: &ExprForLoop) -> Val {
         let sites_before = self.facts.sites.len();
         let iterable = self.expr(&f.expr);
-        let saved = self.enter_loop(true, f.for_token.span);
+        let saved = self.enter_loop(true, f.for_token.span.start().line);
         if drives_requests(&f.expr) {
             self.mark_loop(|l| l.request = true);
         }
@@ -1076,13 +1138,13 @@ impl<'a> Walker<'a> {
         Val::Other
     }
 
-    fn enter_loop(&mut self, statement: bool, keyword: Span) -> Context {
+    fn enter_loop(&mut self, statement: bool, line: usize) -> Context {
         let id = self.facts.loops.len();
         let parent = self.fn_state.context.loop_id;
         self.facts.loops.push(LoopFacts {
             parent,
             function: self.fn_state.context.function,
-            line: keyword.start().line,
+            line,
             statement,
             ..LoopFacts::default()
         });
@@ -1153,7 +1215,7 @@ impl<'a> Walker<'a> {
 
     /// A closure an iterator adapter runs once per element.
     fn closure_loop(&mut self, c: &ExprClosure, params: &[Val], statement: bool) -> Val {
-        let saved = self.enter_loop(statement, c.or1_token.span);
+        let saved = self.enter_loop(statement, c.or1_token.span.start().line);
         self.push_scope();
         for (i, input) in c.inputs.iter().enumerate() {
             self.bind_pat(input, params.get(i).cloned().unwrap_or(Val::Unknown));
@@ -1247,6 +1309,7 @@ impl<'a> Walker<'a> {
         for arg in &c.args {
             args.push(self.expr(arg));
         }
+        let part_args = c.args.iter().any(is_part);
 
         // `f64::try_from(&t)`, `Vec::<f32>::try_from(&t)`, `<f64>::from(&t)`.
         if name == "try_from" || name == "from" {
@@ -1279,7 +1342,7 @@ impl<'a> Walker<'a> {
                         // reduction converted to a scalar is a tensor's.
                         subject = Val::tensor_at(subject.place().unwrap_or_default());
                     }
-                    self.report(hit, &subject, loc);
+                    self.report_on(hit, &subject, loc, c.args.first());
                     return Val::Other;
                 }
             }
@@ -1289,7 +1352,7 @@ impl<'a> Walker<'a> {
         if segments.iter().any(|s| s == "readbacks") {
             if let Some(hit) = host_sync::tracked_readback(&name) {
                 let subject = args.first().cloned().unwrap_or(Val::Unknown);
-                self.report(hit, &subject, loc);
+                self.report_on(hit, &subject, loc, c.args.first());
                 return Val::Other;
             }
         }
@@ -1325,7 +1388,7 @@ impl<'a> Walker<'a> {
                 ) =>
             {
                 if name == "new" && qualifier.is_none() {
-                    return self.crate_call(Callee::Free(segments), None, &args, loc);
+                    return self.crate_call(Callee::Free(segments), None, &args, loc, part_args);
                 }
                 args.into_iter().next().unwrap_or(Val::Unknown)
             }
@@ -1346,8 +1409,9 @@ impl<'a> Walker<'a> {
                         Some(owner),
                         &args,
                         loc,
+                        part_args,
                     ),
-                    None => self.crate_call(Callee::Free(segments), None, &args, loc),
+                    None => self.crate_call(Callee::Free(segments), None, &args, loc, part_args),
                 }
             }
         }
@@ -1361,6 +1425,7 @@ impl<'a> Walker<'a> {
         owner: Option<TypeRef>,
         args: &[Val],
         loc: Loc,
+        part: bool,
     ) -> Val {
         let name = callee.name().to_owned();
         let arg_places: Vec<Place> = args.iter().map(|a| a.place().unwrap_or_default()).collect();
@@ -1369,7 +1434,12 @@ impl<'a> Walker<'a> {
         } else if is_forward(&name) {
             self.mark_step(false);
         }
-        self.record_call(callee, loc, arg_places.iter().cloned().map(Some).collect());
+        self.record_call(
+            callee,
+            loc,
+            arg_places.iter().cloned().map(Some).collect(),
+            part,
+        );
         let result = TypeRef::Return {
             owner: owner.map(Box::new),
             name,
@@ -1449,7 +1519,8 @@ impl<'a> Walker<'a> {
         let found = checks.iter().find_map(|check| check(&call));
         let hit = found.is_some();
         if let Some(found) = found {
-            self.report_method(found, &receiver, loc, &name);
+            let part = is_part(&m.receiver);
+            self.report_with(found, &receiver, loc, Some(&name), part);
         }
         if !self.patterns.is_empty() {
             self.custom(&name, loc);
@@ -1457,7 +1528,7 @@ impl<'a> Walker<'a> {
         if name == "try_into" && args.is_empty() {
             let by_ref = matches!(&*m.receiver, Expr::Reference(_))
                 || matches!(&*m.receiver, Expr::Paren(p) if matches!(&*p.expr, Expr::Reference(_)));
-            self.last_try_into = Some((receiver.clone(), loc, by_ref));
+            self.last_try_into = Some((receiver.clone(), loc, by_ref, is_part(&m.receiver)));
         }
         if name == "push" {
             if let (Expr::Path(p), Some(Val::Tensor(pushed))) = (&*m.receiver, args.first()) {
@@ -1495,6 +1566,7 @@ impl<'a> Walker<'a> {
                 },
                 loc,
                 arg_places.iter().cloned().map(Some).collect(),
+                is_part(&m.receiver) || m.args.iter().any(is_part),
             );
         }
         self.method_value(&name, receiver, &args, m, arg_places)
@@ -1700,17 +1772,25 @@ impl<'a> Walker<'a> {
 
     /// Records a rule's hit if its subject passes the rule's bar.
     pub(crate) fn report(&mut self, hit: Hit, subject: &Val, loc: Loc) {
-        self.report_with_method(hit, subject, loc, None);
+        self.report_with(hit, subject, loc, None, false);
     }
 
-    fn report_method(&mut self, hit: Hit, subject: &Val, loc: Loc, method: &str) {
-        self.report_with_method(hit, subject, loc, Some(method));
+    /// Records a hit whose subject is the expression `subject_expr`.
+    fn report_on(&mut self, hit: Hit, subject: &Val, loc: Loc, subject_expr: Option<&Expr>) {
+        self.report_with(hit, subject, loc, None, subject_expr.is_some_and(is_part));
     }
 
-    fn report_with_method(&mut self, hit: Hit, subject: &Val, loc: Loc, method: Option<&str>) {
+    fn report_with(&mut self, hit: Hit, subject: &Val, loc: Loc, method: Option<&str>, part: bool) {
         let Gate::Report(requirement) = gate(subject, hit.need, self.mentions_tch, method) else {
             return;
         };
+        // `t.iter::<T>()` is a loop of its own: one read per item.
+        let element_iter = hit.op == "iter::<T>";
+        let saved = element_iter.then(|| {
+            let saved = self.enter_loop(false, loc.line);
+            self.mark_loop(|l| l.element_iter = true);
+            saved
+        });
         self.push_site(Site {
             hit,
             loc,
@@ -1719,7 +1799,11 @@ impl<'a> Walker<'a> {
             place: subject.place().unwrap_or_default(),
             pattern: None,
             via: Vec::new(),
+            part,
         });
+        if let Some(saved) = saved {
+            self.exit_loop(saved);
+        }
     }
 
     fn push_site(&mut self, site: Site) {
@@ -1741,16 +1825,18 @@ impl<'a> Walker<'a> {
                 place: Place::Device,
                 pattern: Some(index),
                 via: Vec::new(),
+                part: false,
             });
         }
     }
 
-    fn record_call(&mut self, callee: Callee, loc: Loc, args: Vec<Option<Place>>) {
+    fn record_call(&mut self, callee: Callee, loc: Loc, args: Vec<Option<Place>>, part: bool) {
         self.facts.calls.push(CallSite {
             callee,
             loc,
             context: self.fn_state.context.clone(),
             args,
+            part,
         });
     }
 
@@ -2001,6 +2087,26 @@ fn path_has_segment(path: &syn::Path, name: &str) -> bool {
 
 fn is_self(expr: &Expr) -> bool {
     matches!(expr, Expr::Path(p) if p.path.is_ident("self"))
+}
+
+/// Whether an expression takes a part of a tensor (`t.get(i)`,
+/// `t.select(0, i)`, `t.i(..)`, `t[i]`), possibly reshaped or unwrapped.
+fn is_part(expr: &Expr) -> bool {
+    match expr {
+        Expr::Reference(r) => is_part(&r.expr),
+        Expr::Paren(p) => is_part(&p.expr),
+        Expr::Try(t) => is_part(&t.expr),
+        Expr::Index(_) => true,
+        Expr::MethodCall(m) => match m.method.to_string().as_str() {
+            "get" | "select" | "i" | "narrow" | "slice" | "index" | "index_select" | "f_get"
+            | "f_select" | "f_narrow" => !m.args.is_empty(),
+            "unwrap" | "expect" | "clone" | "shallow_clone" | "as_ref" | "to_kind"
+            | "contiguous" | "view" | "reshape" | "flatten" | "squeeze" | "squeeze_dim"
+            | "unsqueeze" | "detach" | "copy" | "view_" => is_part(&m.receiver),
+            _ => false,
+        },
+        _ => false,
+    }
 }
 
 /// `f64::from(x.abs().max())`: an argument ending in a reduction with no

@@ -84,19 +84,23 @@ pub(crate) fn method(call: &MethodCall<'_>) -> Option<Hit> {
         "copy_data" | "copy_data_u8" => hit(
             Need::Name,
             format!("`{name}` copies the tensor's data to the host"),
-        ),
+        )
+        .map(|h| h.with_fix(Fix::Bulk)),
         "to_device" | "to" if call.args.first().is_some_and(Val::is_cpu_placement) => {
             let need = if name == "to" {
                 Need::TchFile
             } else {
                 Need::Name
             };
-            Some(Hit::new(
-                RuleId::HostSync,
-                format!("{name}(Device::Cpu)"),
-                need,
-                format!("`{name}(Device::Cpu)` copies the tensor to the host"),
-            ))
+            Some(
+                Hit::new(
+                    RuleId::HostSync,
+                    format!("{name}(Device::Cpu)"),
+                    need,
+                    format!("`{name}(Device::Cpu)` copies the tensor to the host"),
+                )
+                .with_fix(Fix::Bulk),
+            )
         }
         "iter" if call.scalar_turbofish => Some(
             Hit::new(
@@ -135,9 +139,11 @@ pub(crate) enum Target {
 /// A read through devcheck's own tracked-readback wrappers
 /// (`readbacks::scalar_f64(&t)`): counted by devcheck, but still a sync.
 pub(crate) fn tracked_readback(name: &str) -> Option<Hit> {
-    let what = match name {
-        "scalar_f64" | "scalar_i64" => "reads a tensor scalar back to the host",
-        "vec_f32" | "vec_f64" | "vec_i64" | "to_host" => "copies the tensor to the host",
+    let (what, fix) = match name {
+        "scalar_f64" | "scalar_i64" => ("reads a tensor scalar back to the host", Fix::Rule),
+        "vec_f32" | "vec_f64" | "vec_i64" | "to_host" => {
+            ("copies the tensor to the host", Fix::Bulk)
+        }
         _ => return None,
     };
     Some(
@@ -147,7 +153,8 @@ pub(crate) fn tracked_readback(name: &str) -> Option<Hit> {
             Need::Name,
             format!("`readbacks::{name}` {what}"),
         )
-        .with_note("devcheck's readbacks check counts this read against the step's budget; it still waits for the device"),
+        .with_note("devcheck's readbacks check counts this read against the step's budget; it still waits for the device")
+        .with_fix(fix),
     )
 }
 
@@ -175,7 +182,8 @@ pub(crate) fn conversion(op: &str, target: Target, by_ref: bool, fallible: bool)
                 Need::Tensor
             },
             format!("`{op}` copies the tensor to the host"),
-        ),
+        )
+        .with_fix(Fix::Bulk),
     }
 }
 

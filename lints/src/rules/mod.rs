@@ -214,6 +214,8 @@ pub(crate) fn help(rule: RuleId, fixes: &[Fix]) -> &'static str {
         "format lazily: log every N steps (`if step % N == 0`), printing a value accumulated on the device rather than each step's tensor"
     } else if fixes.iter().all(|f| *f == Fix::Element) {
         "copy the tensor to the host once before the loop (`Vec::<T>::try_from`) and index the vector"
+    } else if fixes.iter().all(|f| *f == Fix::Bulk) {
+        "copy less often: keep what the next step needs on the device, and copy results to the host in one batch after the loop"
     } else {
         rule.info().help
     }
