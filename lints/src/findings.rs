@@ -22,8 +22,8 @@ struct Read {
     notes: Vec<String>,
     loc: Loc,
     fix: Fix,
-    /// The subject is a part of a tensor rather than a whole one.
-    part: bool,
+    /// The subject is a whole loop item.
+    item: bool,
     statement: usize,
     severity: Severity,
 }
@@ -68,7 +68,7 @@ pub(crate) fn collect(scanned: &[Scanned<'_>], config: &Config) -> Vec<Finding> 
                     notes,
                     loc: site.loc,
                     fix: site.hit.fix,
-                    part: site.part,
+                    item: site.item,
                     statement: site.context.statement,
                     severity: Severity::Warning,
                 };
@@ -93,7 +93,7 @@ pub(crate) fn collect(scanned: &[Scanned<'_>], config: &Config) -> Vec<Finding> 
                     notes: vec![format!("via {}", quoted_chain(&chain.steps))],
                     loc: call.loc,
                     fix: chain.fix,
-                    part: call.part,
+                    item: call.item,
                     statement: call.context.statement,
                     severity: Severity::Warning,
                 };
@@ -167,7 +167,7 @@ fn judge(
             // Copying each whole item of a collection (serialising
             // tensors, handing each input to another runtime) is the
             // loop's purpose, not a stall between steps.
-            (read.fix == Fix::Bulk && !read.part && loop_level.stepless).then(|| {
+            (read.fix == Fix::Bulk && read.item && loop_level.stepless).then(|| {
                 format!(
                     "copies each whole item once in the loop at line {loop_line}, which runs no training or generation step"
                 )
@@ -213,7 +213,14 @@ fn per_statement(mut reads: Vec<Read>, path: &Path) -> Vec<Finding> {
 
 fn merge(group: &[Read], path: &Path) -> Finding {
     let first = &group[0];
-    let fixes: Vec<Fix> = group.iter().map(|r| r.fix).collect();
+    let severity = group
+        .iter()
+        .map(|r| r.severity)
+        .max()
+        .unwrap_or(first.severity);
+    // The advice and the context come from the reads that set the severity.
+    let loudest: Vec<&Read> = group.iter().filter(|r| r.severity == severity).collect();
+    let fixes: Vec<Fix> = loudest.iter().map(|r| r.fix).collect();
     let last = group
         .iter()
         .map(|r| r.loc)
@@ -236,7 +243,7 @@ fn merge(group: &[Read], path: &Path) -> Finding {
             .iter()
             .map(|r| format!("{}:{}: {}", r.loc.line, r.loc.column, r.message))
             .collect();
-        for read in group {
+        for read in &loudest {
             for note in &read.notes {
                 if !notes.contains(note) {
                     notes.push(note.clone());

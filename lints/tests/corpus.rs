@@ -1,7 +1,10 @@
 //! The corpus under `tests/corpus/lint/`: realistic training, evaluation,
-//! RL-rollout, GAN and decoding loops. Each expected finding is marked on
-//! its line with `//~ <severity> <rule>`; every other line must stay
-//! silent. The exact human and JSON output is kept as snapshots in
+//! RL-rollout, GAN and decoding loops, and one case per class of false
+//! positive and miss found on real code. A `.rs` file there is one case,
+//! linted alone; a directory is one case linted as a whole (several files,
+//! crates and manifests: a small workspace). Each expected finding is
+//! marked on its line with `//~ <severity> <rule>`; every other line must
+//! stay silent. The exact human and JSON output is kept as snapshots in
 //! `snapshots/lint/`.
 
 use std::path::{Path, PathBuf};
@@ -15,25 +18,52 @@ fn workspace() -> PathBuf {
         .to_owned()
 }
 
+/// Every case: the `.rs` files and the directories of the corpus.
 fn corpus() -> Vec<PathBuf> {
     let dir = workspace().join("tests/corpus/lint");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&dir)
         .expect("the corpus directory exists")
         .map(|e| e.expect("readable entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .filter(|p| p.is_dir() || p.extension().is_some_and(|e| e == "rs"))
         .collect();
-    files.sort();
+    cases.sort();
     assert!(
-        files.len() >= 8,
+        cases.len() >= 8,
         "the corpus went missing from {}",
         dir.display()
     );
-    files
+    cases
 }
 
-/// `name.devcheck.toml` next to a corpus file configures its run.
-fn config_for(file: &Path) -> Config {
-    let config = file.with_extension("devcheck.toml");
+/// The Rust files of a case.
+fn files(case: &Path) -> Vec<PathBuf> {
+    if case.is_file() {
+        return vec![case.to_owned()];
+    }
+    let mut found = Vec::new();
+    let mut pending = vec![case.to_owned()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).expect("readable case directory") {
+            let path = entry.expect("readable entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// `name.devcheck.toml` next to a corpus file, or `devcheck.toml` in a
+/// case directory, configures its run.
+fn config_for(case: &Path) -> Config {
+    let config = if case.is_dir() {
+        case.join("devcheck.toml")
+    } else {
+        case.with_extension("devcheck.toml")
+    };
     if config.exists() {
         Config::load(&config).expect("corpus configuration parses")
     } else {
@@ -41,20 +71,26 @@ fn config_for(file: &Path) -> Config {
     }
 }
 
-fn lint(file: &Path) -> Report {
-    lint_paths(&[file.to_owned()], &config_for(file))
+fn lint(case: &Path) -> Report {
+    lint_paths(&[case.to_owned()], &config_for(case))
 }
 
-/// (line, severity, rule) for every `//~` marker.
-fn markers(file: &Path) -> Vec<(usize, String, String)> {
-    let text = std::fs::read_to_string(file).expect("corpus file is readable");
+fn name(case: &Path) -> String {
+    case.file_stem().unwrap().to_string_lossy().into_owned()
+}
+
+/// (file, line, severity, rule) for every `//~` marker of a case.
+fn markers(case: &Path) -> Vec<(PathBuf, usize, String, String)> {
     let mut found = Vec::new();
-    for (index, line) in text.lines().enumerate() {
-        if let Some((_, marker)) = line.split_once("//~ ") {
-            let mut words = marker.split_whitespace();
-            let severity = words.next().expect("a severity after //~").to_owned();
-            let rule = words.next().expect("a rule after the severity").to_owned();
-            found.push((index + 1, severity, rule));
+    for file in files(case) {
+        let text = std::fs::read_to_string(&file).expect("corpus file is readable");
+        for (index, line) in text.lines().enumerate() {
+            if let Some((_, marker)) = line.split_once("//~ ") {
+                let mut words = marker.split_whitespace();
+                let severity = words.next().expect("a severity after //~").to_owned();
+                let rule = words.next().expect("a rule after the severity").to_owned();
+                found.push((file.clone(), index + 1, severity, rule));
+            }
         }
     }
     found
@@ -63,19 +99,20 @@ fn markers(file: &Path) -> Vec<(usize, String, String)> {
 #[test]
 fn findings_match_the_markers_exactly() {
     let mut mismatches = Vec::new();
-    for file in corpus() {
-        let report = lint(&file);
+    for case in corpus() {
+        let report = lint(&case);
         assert!(
             report.errors.is_empty(),
             "{}: {:?}",
-            file.display(),
+            case.display(),
             report.errors
         );
-        let mut got: Vec<(usize, String, String)> = report
+        let mut got: Vec<(PathBuf, usize, String, String)> = report
             .findings
             .iter()
             .map(|f| {
                 (
+                    f.file.clone(),
                     f.line,
                     f.severity.as_str().to_owned(),
                     f.rule.as_str().to_owned(),
@@ -83,13 +120,16 @@ fn findings_match_the_markers_exactly() {
             })
             .collect();
         got.sort();
-        let want = markers(&file);
-        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        let want = markers(&case);
+        let show = |(file, line, severity, rule): &(PathBuf, usize, String, String)| {
+            let file = file.strip_prefix(&case).unwrap_or(file).display();
+            format!("{}: {file}:{line} {severity} {rule}", name(&case))
+        };
         for finding in got.iter().filter(|g| !want.contains(g)) {
-            mismatches.push(format!("{name}: unexpected {finding:?}"));
+            mismatches.push(format!("unexpected {}", show(finding)));
         }
         for marker in want.iter().filter(|w| !got.contains(w)) {
-            mismatches.push(format!("{name}: missing {marker:?}"));
+            mismatches.push(format!("missing {}", show(marker)));
         }
     }
     assert!(mismatches.is_empty(), "\n{}", mismatches.join("\n"));
@@ -97,16 +137,17 @@ fn findings_match_the_markers_exactly() {
 
 #[test]
 fn every_rule_and_both_context_notes_are_covered() {
-    let all: Vec<(usize, String, String)> = corpus().iter().flat_map(|f| markers(f)).collect();
+    let all: Vec<(PathBuf, usize, String, String)> =
+        corpus().iter().flat_map(|c| markers(c)).collect();
     for rule in devcheck_lint::rules::RULES {
         assert!(
             all.iter()
-                .any(|(_, severity, r)| r == rule.id.as_str() && severity == "warning"),
+                .any(|(_, _, severity, r)| r == rule.id.as_str() && severity == "warning"),
             "no corpus warning for {}",
             rule.id
         );
     }
-    assert!(all.iter().any(|(_, severity, _)| severity == "note"));
+    assert!(all.iter().any(|(_, _, severity, _)| severity == "note"));
 }
 
 #[test]
@@ -117,9 +158,9 @@ fn output_snapshots() {
     settings.set_prepend_module_to_snapshot(false);
     settings.set_omit_expression(true);
     settings.bind(|| {
-        for file in corpus() {
-            let report = lint(&file);
-            let stem = file.file_stem().unwrap().to_string_lossy().into_owned();
+        for case in corpus() {
+            let report = lint(&case);
+            let stem = name(&case);
             let human = render::human(&report, false).replace(&root, "");
             let json = render::json(&report).replace(&root, "");
             insta::assert_snapshot!(format!("{stem}.human"), human);

@@ -81,9 +81,9 @@ pub struct Site {
     pub pattern: Option<usize>,
     /// Local closures the sync is reached through (`closure `log``).
     pub via: Vec<String>,
-    /// The subject is a part of a tensor (`t.get(i)`, `t.select(0, i)`,
-    /// `t[i]`), not a whole one.
-    pub part: bool,
+    /// The subject is a whole value that changes with each iteration (a
+    /// loop item), not a part of a tensor nor a value from outside the loop.
+    pub item: bool,
 }
 
 /// A call that may reach a crate-local function.
@@ -129,8 +129,8 @@ pub struct CallSite {
     /// Where each argument lives (the receiver first, for method calls);
     /// `None` for arguments that hold no data.
     pub args: Vec<Option<Place>>,
-    /// Some argument is a part of a tensor (`t.get(i)`).
-    pub part: bool,
+    /// Some argument is a whole loop item (see [`Site::item`]).
+    pub item: bool,
 }
 
 /// One loop (including iterator-adapter closures such as `for_each`).

@@ -163,8 +163,11 @@ fn is_placed_tch_type(name: &str) -> bool {
 /// from a fresh one, and a nested item saves and restores its enclosing one.
 #[derive(Default)]
 struct FnState {
-    /// Local bindings, innermost last, with the scope depth each was bound at.
-    bindings: Vec<(String, Val, usize)>,
+    /// Local bindings, innermost last.
+    bindings: Vec<Binding>,
+    /// Bindings being made are a loop's items (its pattern or closure
+    /// parameters).
+    binding_items: bool,
     /// The length of `bindings` at the start of each open scope.
     scopes: Vec<usize>,
     /// Where the walk is: function, loop, periodic guard, statement.
@@ -181,6 +184,19 @@ struct FnState {
     closure_depth: usize,
     /// Where what the function returns lives, joined over its returns.
     returns: Option<Place>,
+    /// The scope depth at the start of each open loop: bindings deeper
+    /// than the innermost one change from one iteration to the next.
+    loop_scopes: Vec<usize>,
+}
+
+/// A local variable.
+struct Binding {
+    name: String,
+    value: Val,
+    /// The scope depth it was bound at.
+    depth: usize,
+    /// Bound by a loop's pattern or an adapter closure's parameters.
+    item: bool,
 }
 
 /// Walks one parsed file.
@@ -202,7 +218,7 @@ pub(crate) struct Walker<'a> {
     depth: usize,
     /// The walk met an expression nested deeper than [`MAX_DEPTH`].
     pub(crate) too_deep: bool,
-    /// The last `.try_into()` seen: (receiver, where, by reference, a part).
+    /// The last `.try_into()` seen: (receiver, where, by reference, a loop item).
     last_try_into: Option<(Val, Loc, bool, bool)>,
 }
 
@@ -574,7 +590,13 @@ impl<'a> Walker<'a> {
 
     fn bind(&mut self, name: String, value: Val) {
         let depth = self.fn_state.scopes.len();
-        self.fn_state.bindings.push((name, value, depth));
+        let item = self.fn_state.binding_items;
+        self.fn_state.bindings.push(Binding {
+            name,
+            value,
+            depth,
+            item,
+        });
     }
 
     fn lookup(&self, name: &str) -> Option<&Val> {
@@ -582,8 +604,8 @@ impl<'a> Walker<'a> {
             .bindings
             .iter()
             .rev()
-            .find(|(n, _, _)| n == name)
-            .map(|(_, v, _)| v)
+            .find(|b| b.name == name)
+            .map(|b| &b.value)
     }
 
     /// `name = value`. In a block nested below the binding's (a branch, a
@@ -595,10 +617,10 @@ impl<'a> Walker<'a> {
             .bindings
             .iter_mut()
             .rev()
-            .find(|(n, _, _)| n == name)
+            .find(|b| b.name == name)
         {
-            slot.1 = if depth > slot.2 + 1 {
-                std::mem::replace(&mut slot.1, Val::Unknown).join(value)
+            slot.value = if depth > slot.depth + 1 {
+                std::mem::replace(&mut slot.value, Val::Unknown).join(value)
             } else {
                 value
             };
@@ -698,6 +720,33 @@ impl<'a> Walker<'a> {
             }
             _ => {}
         }
+    }
+
+    /// Whether an expression is a whole value that changes with each
+    /// iteration of the innermost loop (a loop item), rather than a part of
+    /// a tensor or a value from outside the loop.
+    fn is_item(&self, expr: &Expr) -> bool {
+        let Some(&loop_scope) = self.fn_state.loop_scopes.last() else {
+            return false;
+        };
+        // Bound in this iteration, to one of the loop's items or to a value
+        // taken out of a collection; not to a tensor computed here.
+        let bound_in_loop = |e: &Expr| {
+            root_ident(e).is_some_and(|name| {
+                self.fn_state
+                    .bindings
+                    .iter()
+                    .rev()
+                    .find(|b| b.name == name)
+                    .is_some_and(|b| {
+                        b.depth > loop_scope
+                            && (b.item || !matches!(b.value, Val::Tensor(_) | Val::Tensors { .. }))
+                    })
+            })
+        };
+        !is_part(expr)
+            && (bound_in_loop(expr)
+                || matches!(strip_references(expr), Expr::Index(i) if bound_in_loop(&i.index)))
     }
 
     /// `Enum::Variant` or `Self::Variant` in a pattern: the variant's
@@ -823,12 +872,12 @@ impl<'a> Walker<'a> {
         }
         let is_try_into =
             matches!(expr, Expr::MethodCall(m) if m.method == "try_into" && m.args.is_empty());
-        if let (true, Some((receiver, loc, by_ref, part))) =
+        if let (true, Some((receiver, loc, by_ref, item))) =
             (is_try_into, self.last_try_into.take())
         {
             let op = format!("try_into::<{}>", compact(ty));
             let hit = host_sync::conversion(&op, target, by_ref, true);
-            self.report_with(hit, &receiver, loc, None, part);
+            self.report_with(hit, &receiver, loc, None, item);
         }
     }
 
@@ -1131,7 +1180,9 @@ impl<'a> Walker<'a> {
         }
         self.push_scope();
         let element = iterable.element().unwrap_or(Val::Unknown);
+        self.fn_state.binding_items = true;
         self.bind_pat(&f.pat, element);
+        self.fn_state.binding_items = false;
         self.block(&f.body);
         self.pop_scope();
         self.exit_loop(saved);
@@ -1151,10 +1202,12 @@ impl<'a> Walker<'a> {
         let saved = self.fn_state.context.clone();
         self.fn_state.context.loop_id = Some(id);
         self.fn_state.context.periodic = None;
+        self.fn_state.loop_scopes.push(self.fn_state.scopes.len());
         saved
     }
 
     fn exit_loop(&mut self, saved: Context) {
+        self.fn_state.loop_scopes.pop();
         let statement = self.fn_state.context.statement;
         let statement_line = self.fn_state.context.statement_line;
         self.fn_state.context = Context {
@@ -1217,9 +1270,11 @@ impl<'a> Walker<'a> {
     fn closure_loop(&mut self, c: &ExprClosure, params: &[Val], statement: bool) -> Val {
         let saved = self.enter_loop(statement, c.or1_token.span.start().line);
         self.push_scope();
+        self.fn_state.binding_items = true;
         for (i, input) in c.inputs.iter().enumerate() {
             self.bind_pat(input, params.get(i).cloned().unwrap_or(Val::Unknown));
         }
+        self.fn_state.binding_items = false;
         self.fn_state.closure_depth += 1;
         let value = self.expr(&c.body);
         self.fn_state.closure_depth -= 1;
@@ -1309,7 +1364,7 @@ impl<'a> Walker<'a> {
         for arg in &c.args {
             args.push(self.expr(arg));
         }
-        let part_args = c.args.iter().any(is_part);
+        let item_args = c.args.iter().any(|a| self.is_item(a));
 
         // `f64::try_from(&t)`, `Vec::<f32>::try_from(&t)`, `<f64>::from(&t)`.
         if name == "try_from" || name == "from" {
@@ -1388,7 +1443,7 @@ impl<'a> Walker<'a> {
                 ) =>
             {
                 if name == "new" && qualifier.is_none() {
-                    return self.crate_call(Callee::Free(segments), None, &args, loc, part_args);
+                    return self.crate_call(Callee::Free(segments), None, &args, loc, item_args);
                 }
                 args.into_iter().next().unwrap_or(Val::Unknown)
             }
@@ -1409,9 +1464,9 @@ impl<'a> Walker<'a> {
                         Some(owner),
                         &args,
                         loc,
-                        part_args,
+                        item_args,
                     ),
-                    None => self.crate_call(Callee::Free(segments), None, &args, loc, part_args),
+                    None => self.crate_call(Callee::Free(segments), None, &args, loc, item_args),
                 }
             }
         }
@@ -1425,7 +1480,7 @@ impl<'a> Walker<'a> {
         owner: Option<TypeRef>,
         args: &[Val],
         loc: Loc,
-        part: bool,
+        item: bool,
     ) -> Val {
         let name = callee.name().to_owned();
         let arg_places: Vec<Place> = args.iter().map(|a| a.place().unwrap_or_default()).collect();
@@ -1438,7 +1493,7 @@ impl<'a> Walker<'a> {
             callee,
             loc,
             arg_places.iter().cloned().map(Some).collect(),
-            part,
+            item,
         );
         let result = TypeRef::Return {
             owner: owner.map(Box::new),
@@ -1519,8 +1574,8 @@ impl<'a> Walker<'a> {
         let found = checks.iter().find_map(|check| check(&call));
         let hit = found.is_some();
         if let Some(found) = found {
-            let part = is_part(&m.receiver);
-            self.report_with(found, &receiver, loc, Some(&name), part);
+            let item = self.is_item(&m.receiver);
+            self.report_with(found, &receiver, loc, Some(&name), item);
         }
         if !self.patterns.is_empty() {
             self.custom(&name, loc);
@@ -1528,7 +1583,8 @@ impl<'a> Walker<'a> {
         if name == "try_into" && args.is_empty() {
             let by_ref = matches!(&*m.receiver, Expr::Reference(_))
                 || matches!(&*m.receiver, Expr::Paren(p) if matches!(&*p.expr, Expr::Reference(_)));
-            self.last_try_into = Some((receiver.clone(), loc, by_ref, is_part(&m.receiver)));
+            let item = self.is_item(&m.receiver);
+            self.last_try_into = Some((receiver.clone(), loc, by_ref, item));
         }
         if name == "push" {
             if let (Expr::Path(p), Some(Val::Tensor(pushed))) = (&*m.receiver, args.first()) {
@@ -1566,7 +1622,7 @@ impl<'a> Walker<'a> {
                 },
                 loc,
                 arg_places.iter().cloned().map(Some).collect(),
-                is_part(&m.receiver) || m.args.iter().any(is_part),
+                self.is_item(&m.receiver) || m.args.iter().any(|a| self.is_item(a)),
             );
         }
         self.method_value(&name, receiver, &args, m, arg_places)
@@ -1586,11 +1642,18 @@ impl<'a> Walker<'a> {
         };
         let span = arg.span();
         let loc = self.loc(span, span);
-        if matches!(name.as_str(), "try_from" | "from") {
+        // Applied once per element: a loop of its own.
+        let saved = self.enter_loop(false, loc.line);
+        self.point_free_hit(qualifier, name, element, loc);
+        self.exit_loop(saved);
+    }
+
+    fn point_free_hit(&mut self, qualifier: &str, name: &str, element: Val, loc: Loc) {
+        if matches!(name, "try_from" | "from") {
             if let Some(target) = conversion_target(qualifier) {
                 let op = format!("{qualifier}::{name}");
                 let hit = host_sync::conversion(&op, target, false, name == "try_from");
-                self.report(hit, &element, loc);
+                self.report_with(hit, &element, loc, None, true);
             }
         } else if qualifier == "Tensor" {
             let call = MethodCall {
@@ -1600,7 +1663,7 @@ impl<'a> Walker<'a> {
                 element_index: false,
             };
             if let Some(hit) = host_sync::method(&call) {
-                self.report(hit, &element, loc);
+                self.report_with(hit, &element, loc, None, true);
             }
         }
     }
@@ -1777,10 +1840,11 @@ impl<'a> Walker<'a> {
 
     /// Records a hit whose subject is the expression `subject_expr`.
     fn report_on(&mut self, hit: Hit, subject: &Val, loc: Loc, subject_expr: Option<&Expr>) {
-        self.report_with(hit, subject, loc, None, subject_expr.is_some_and(is_part));
+        let item = subject_expr.is_some_and(|e| self.is_item(e));
+        self.report_with(hit, subject, loc, None, item);
     }
 
-    fn report_with(&mut self, hit: Hit, subject: &Val, loc: Loc, method: Option<&str>, part: bool) {
+    fn report_with(&mut self, hit: Hit, subject: &Val, loc: Loc, method: Option<&str>, item: bool) {
         let Gate::Report(requirement) = gate(subject, hit.need, self.mentions_tch, method) else {
             return;
         };
@@ -1799,7 +1863,7 @@ impl<'a> Walker<'a> {
             place: subject.place().unwrap_or_default(),
             pattern: None,
             via: Vec::new(),
-            part,
+            item,
         });
         if let Some(saved) = saved {
             self.exit_loop(saved);
@@ -1825,18 +1889,18 @@ impl<'a> Walker<'a> {
                 place: Place::Device,
                 pattern: Some(index),
                 via: Vec::new(),
-                part: false,
+                item: false,
             });
         }
     }
 
-    fn record_call(&mut self, callee: Callee, loc: Loc, args: Vec<Option<Place>>, part: bool) {
+    fn record_call(&mut self, callee: Callee, loc: Loc, args: Vec<Option<Place>>, item: bool) {
         self.facts.calls.push(CallSite {
             callee,
             loc,
             context: self.fn_state.context.clone(),
             args,
-            part,
+            item,
         });
     }
 
@@ -2089,14 +2153,37 @@ fn is_self(expr: &Expr) -> bool {
     matches!(expr, Expr::Path(p) if p.path.is_ident("self"))
 }
 
+/// The local variable an expression starts from (`x` in `x.a.b()[i]`).
+fn root_ident(expr: &Expr) -> Option<String> {
+    match expr {
+        Expr::Path(p) => p.path.get_ident().map(ToString::to_string),
+        Expr::Reference(r) => root_ident(&r.expr),
+        Expr::Paren(p) => root_ident(&p.expr),
+        Expr::Try(t) => root_ident(&t.expr),
+        Expr::Field(f) => root_ident(&f.base),
+        Expr::MethodCall(m) => root_ident(&m.receiver),
+        Expr::Index(i) => root_ident(&i.expr),
+        Expr::Unary(u) => root_ident(&u.expr),
+        Expr::Cast(c) => root_ident(&c.expr),
+        _ => None,
+    }
+}
+
+fn strip_references(expr: &Expr) -> &Expr {
+    match expr {
+        Expr::Reference(r) => strip_references(&r.expr),
+        Expr::Paren(p) => strip_references(&p.expr),
+        other => other,
+    }
+}
+
 /// Whether an expression takes a part of a tensor (`t.get(i)`,
-/// `t.select(0, i)`, `t.i(..)`, `t[i]`), possibly reshaped or unwrapped.
+/// `t.select(0, i)`, `t.i(..)`), possibly reshaped or unwrapped.
 fn is_part(expr: &Expr) -> bool {
     match expr {
         Expr::Reference(r) => is_part(&r.expr),
         Expr::Paren(p) => is_part(&p.expr),
         Expr::Try(t) => is_part(&t.expr),
-        Expr::Index(_) => true,
         Expr::MethodCall(m) => match m.method.to_string().as_str() {
             "get" | "select" | "i" | "narrow" | "slice" | "index" | "index_select" | "f_get"
             | "f_select" | "f_narrow" => !m.args.is_empty(),

@@ -1,0 +1,57 @@
+//! Two modules each define `train_step`: every call resolves to its own
+//! module's function, never to a merge of both by bare name. A third one
+//! does not read at all.
+
+use tch::{nn, nn::ModuleT, Kind, Tensor};
+
+mod classifier {
+    use super::*;
+
+    fn train_step(model: &impl ModuleT, opt: &mut nn::Optimizer, xs: &Tensor, ys: &Tensor) -> f64 {
+        let loss = model.forward_t(xs, true).cross_entropy_for_logits(ys);
+        opt.backward_step(&loss);
+        f64::try_from(&loss).unwrap()
+    }
+
+    pub fn run(model: &impl ModuleT, opt: &mut nn::Optimizer, data: &[(Tensor, Tensor)]) {
+        for (xs, ys) in data {
+            let loss = train_step(model, opt, xs, ys); //~ warning host-sync
+            let _ = loss;
+        }
+    }
+}
+
+mod regressor {
+    use super::*;
+
+    fn train_step(model: &impl ModuleT, opt: &mut nn::Optimizer, xs: &Tensor, ys: &Tensor) -> f64 {
+        let loss = model.forward_t(xs, true).mse_loss(ys, tch::Reduction::Mean);
+        opt.backward_step(&loss);
+        loss.double_value(&[])
+    }
+
+    pub fn run(model: &impl ModuleT, opt: &mut nn::Optimizer, data: &[(Tensor, Tensor)]) {
+        for (xs, ys) in data {
+            let loss = train_step(model, opt, xs, ys); //~ warning host-sync
+            let _ = loss;
+        }
+    }
+}
+
+mod quiet {
+    use super::*;
+
+    fn train_step(model: &impl ModuleT, opt: &mut nn::Optimizer, xs: &Tensor, ys: &Tensor) -> Tensor {
+        let loss = model.forward_t(xs, true).cross_entropy_for_logits(ys);
+        opt.backward_step(&loss);
+        loss.detach()
+    }
+
+    pub fn run(model: &impl ModuleT, opt: &mut nn::Optimizer, data: &[(Tensor, Tensor)]) -> Tensor {
+        let mut total = Tensor::zeros([], (Kind::Float, tch::Device::cuda_if_available()));
+        for (xs, ys) in data {
+            total += train_step(model, opt, xs, ys);
+        }
+        total
+    }
+}

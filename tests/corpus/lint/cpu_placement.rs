@@ -1,0 +1,75 @@
+//! Reads of tensors that live on the CPU although no `Device::Cpu` is in
+//! sight at the read: a model from a CPU `VarStore`, libtorch's rule that a
+//! CPU operand (not 0-dim) keeps an op on the CPU, a helper whose every
+//! caller passes CPU tensors, and a CPU copy handed to a helper.
+
+use tch::{nn, nn::Module, nn::OptimizerConfig, Device, Kind, Tensor};
+
+fn mlp(p: &nn::Path) -> impl Module {
+    nn::seq()
+        .add(nn::linear(p / "l1", 4, 8, Default::default()))
+        .add_fn(|xs| xs.relu())
+        .add(nn::linear(p / "l2", 8, 2, Default::default()))
+}
+
+pub fn train_on_the_cpu(xs: &Tensor, ys: &Tensor) {
+    let vs = nn::VarStore::new(Device::Cpu);
+    let net = mlp(&vs.root());
+    let mut opt = nn::Adam::default().build(&vs, 1e-3).unwrap();
+    for epoch in 0..100 {
+        let loss = net.forward(xs).cross_entropy_for_logits(ys);
+        opt.backward_step(&loss);
+        // The model's weights are on the CPU, so its output is too.
+        println!("{epoch} {}", f64::try_from(&loss).unwrap());
+    }
+}
+
+pub fn train_on_a_device(xs: &Tensor, ys: &Tensor, device: Device) {
+    let vs = nn::VarStore::new(device);
+    let net = mlp(&vs.root());
+    let mut opt = nn::Adam::default().build(&vs, 1e-3).unwrap();
+    for epoch in 0..100 {
+        let loss = net.forward(xs).cross_entropy_for_logits(ys);
+        opt.backward_step(&loss);
+        println!("{epoch} {}", f64::try_from(&loss).unwrap()); //~ warning host-sync
+    }
+}
+
+pub fn episode_returns(rewards: &[Tensor], dones: &[Tensor]) -> f64 {
+    let mut running = Tensor::zeros([16], (Kind::Float, Device::Cpu));
+    let mut total = 0.0;
+    for (reward, done) in rewards.iter().zip(dones) {
+        running += reward;
+        // `running` is a CPU tensor that is not 0-dim: libtorch refuses to
+        // mix it with a device tensor, so this product is on the CPU.
+        total += f64::try_from((&running * done).sum(Kind::Float)).unwrap();
+        // A 0-dim CPU tensor may be combined with a device tensor: no say.
+        let scale = Tensor::from(0.5f32);
+        total += f64::try_from((&scale * reward).sum(Kind::Float)).unwrap(); //~ warning host-sync
+    }
+    total
+}
+
+/// Reads its argument; every caller below passes CPU data.
+fn row_mean(row: &Tensor) -> f64 {
+    f64::try_from(row.mean(Kind::Float)).unwrap()
+}
+
+/// Reads its argument; one caller passes device data.
+fn batch_mean(batch: &Tensor) -> f64 {
+    f64::try_from(batch.mean(Kind::Float)).unwrap()
+}
+
+pub fn statistics(rows: &[Vec<f32>], logits: &Tensor) -> Vec<f64> {
+    let mut means = Vec::new();
+    for row in rows {
+        let host = Tensor::from_slice(row);
+        means.push(row_mean(&host));
+        means.push(batch_mean(&host));
+        means.push(batch_mean(logits)); //~ warning host-sync
+        let copied = logits.to_device(Device::Cpu); //~ warning host-sync
+        // The copy is on the CPU: reading it again waits for nothing.
+        means.push(row_mean(&copied));
+    }
+    means
+}

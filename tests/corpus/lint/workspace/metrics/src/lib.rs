@@ -1,0 +1,3 @@
+//! Metrics shared by the workspace's trainers.
+
+pub mod accuracy;
