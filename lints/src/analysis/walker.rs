@@ -1778,8 +1778,16 @@ impl<'a> Walker<'a> {
             Val::Unknown | Val::Deferred(..) if name == "device" => {
                 Val::Device(receiver.place().unwrap_or_default())
             }
-            Val::Unknown | Val::Deferred(..) if self.mentions_tch && name == "to_device" => {
+            Val::Unknown | Val::Deferred(..)
+                if self.mentions_tch
+                    && (name == "to_device"
+                        || (name == "to"
+                            && args.first().is_some_and(|a| a.placement().is_some()))) =>
+            {
                 Val::tensor_at(args.first().and_then(Val::placement).unwrap_or_default())
+            }
+            Val::Unknown | Val::Deferred(..) if self.mentions_tch && name == "cuda" => {
+                Val::tensor_at(Place::Device)
             }
             Val::Unknown | Val::Deferred(..)
                 if self.mentions_tch && is_comparison(name) && args.len() == 1 =>

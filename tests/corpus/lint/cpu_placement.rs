@@ -73,3 +73,23 @@ pub fn statistics(rows: &[Vec<f32>], logits: &Tensor) -> Vec<f64> {
     }
     means
 }
+
+pub struct Sampler;
+
+impl Sampler {
+    pub fn sample(&self, n: i64) -> Tensor {
+        Tensor::rand([n], (Kind::Float, Device::Cpu))
+    }
+}
+
+pub fn sampled(sampler: &Sampler, device: Device) -> f64 {
+    let mut total = 0.0;
+    for _ in 0..10 {
+        let on_host = sampler.sample(8);
+        total += f64::try_from(on_host.sum(Kind::Float)).unwrap();
+        // Sampled on the CPU, then moved to the device: the read waits.
+        let moved = sampler.sample(8).to(device);
+        total += f64::try_from(moved.sum(Kind::Float)).unwrap(); //~ warning host-sync
+    }
+    total
+}
