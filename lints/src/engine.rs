@@ -166,7 +166,8 @@ fn first_and_second_pass<'a>(
                     };
                 }
             };
-            if everything || prefilter::is_candidate(&text) {
+            let generated = prefilter::is_generated(&text);
+            if !generated && (everything || prefilter::is_candidate(&text)) {
                 let (facts, error) = analyze(&input.path, &text, config, &placement);
                 Scanned {
                     path: input.path,
@@ -247,7 +248,7 @@ fn first_and_second_pass<'a>(
                             Err(error) => return Some((i, None, None, Some(error))),
                         },
                     };
-                    if !needles.is_match(text.as_ref()) {
+                    if !needles.is_match(text.as_ref()) || prefilter::is_generated(&text) {
                         return None;
                     }
                     let (facts, error) = analyze(&file.path, &text, config, &file.placement);

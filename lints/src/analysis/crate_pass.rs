@@ -723,15 +723,21 @@ impl<'a> CrateIndex<'a> {
                     .collect(),
                 Some(TyKind::Tensor) => self.closest(
                     from,
-                    self.named(name)
-                        .filter(|&id| self.function(id).owner.as_deref() == Some("Tensor")),
+                    self.named(name).filter(|&id| {
+                        let f = self.function(id);
+                        f.owner.as_deref() == Some("Tensor")
+                            && f.has_receiver
+                            && !is_std_trait_impl(f)
+                    }),
                 ),
                 Some(_) => Vec::new(),
                 None if AMBIGUOUS_METHODS.contains(&name.as_str()) => Vec::new(),
                 None => self.closest(
                     from,
-                    self.named(name)
-                        .filter(|&id| self.function(id).has_receiver),
+                    self.named(name).filter(|&id| {
+                        let f = self.function(id);
+                        f.has_receiver && !is_std_trait_impl(f)
+                    }),
                 ),
             },
         }
@@ -1328,6 +1334,58 @@ fn offer(syncs: &mut HashMap<FnId, Vec<Chain>>, id: FnId, chain: Chain) -> bool 
     }
     chains.push(chain);
     true
+}
+
+/// An impl of a standard-library trait whose methods method-call syntax
+/// rarely reaches: operators, formatting, conversions, iteration. A call
+/// `t.eq(x)` on a tch tensor is its inherent `eq`, not `PartialEq::eq`.
+fn is_std_trait_impl(function: &FnFacts) -> bool {
+    function.trait_impl.as_deref().is_some_and(|t| {
+        matches!(
+            t,
+            "PartialEq"
+                | "Eq"
+                | "PartialOrd"
+                | "Ord"
+                | "Hash"
+                | "Debug"
+                | "Display"
+                | "Clone"
+                | "Drop"
+                | "Default"
+                | "From"
+                | "Into"
+                | "TryFrom"
+                | "TryInto"
+                | "Add"
+                | "Sub"
+                | "Mul"
+                | "Div"
+                | "Rem"
+                | "Neg"
+                | "Not"
+                | "AddAssign"
+                | "SubAssign"
+                | "MulAssign"
+                | "DivAssign"
+                | "Index"
+                | "IndexMut"
+                | "Deref"
+                | "DerefMut"
+                | "Sum"
+                | "Product"
+                | "Iterator"
+                | "IntoIterator"
+                | "FromIterator"
+                | "Extend"
+                | "AsRef"
+                | "AsMut"
+                | "Borrow"
+                | "FromStr"
+                | "Serialize"
+                | "Deserialize"
+        )
+    })
 }
 
 /// Associated functions that, when not defined in the crate, are assumed to
