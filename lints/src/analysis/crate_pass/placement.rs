@@ -1,0 +1,279 @@
+//! Where deferred values live: fields by what the workspace stores into
+//! them, call results by what the callee returns for the call's arguments
+//! (or, outside the crate, by what they are built from), parameters by
+//! what every non-test caller passes. Answers are memoised and cycles end
+//! in "possibly on a device".
+
+use super::*;
+
+/// Placement questions answered once.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) enum PlaceKey {
+    Field(String, String),
+    Return(FnId),
+    Param(FnId, usize),
+}
+
+/// Parameters' places while evaluating a place.
+pub(super) enum Env<'e> {
+    /// In this function: parameters are placed by what its callers pass.
+    In(Option<FnId>),
+    /// Parameters are these arguments, themselves placed in `outer`.
+    Args(&'e [Place], &'e Env<'e>),
+}
+
+impl CrateIndex<'_> {
+    // ----- placement -----------------------------------------------------
+
+    /// Whether a place is on the CPU, for code in `function` of `file`.
+    pub(crate) fn is_cpu(&self, place: &Place, file: usize, function: Option<usize>) -> bool {
+        let env = Env::In(function.map(|f| (file, f)));
+        self.place_cpu(place, file, &env, 0)
+    }
+
+    pub(super) fn place_cpu(
+        &self,
+        place: &Place,
+        file: usize,
+        env: &Env<'_>,
+        depth: usize,
+    ) -> bool {
+        match place {
+            Place::Cpu => true,
+            Place::Device => false,
+            Place::CpuIf(refs) => {
+                depth <= MAX_DEPTH && refs.iter().any(|r| self.ref_cpu(r, file, env, depth + 1))
+            }
+        }
+    }
+
+    pub(super) fn ref_cpu(
+        &self,
+        reference: &PlaceRef,
+        file: usize,
+        env: &Env<'_>,
+        depth: usize,
+    ) -> bool {
+        let from = Some(self.files[file].unit);
+        match reference {
+            PlaceRef::Param(i) => match env {
+                Env::Args(args, outer) => args
+                    .get(*i)
+                    .is_some_and(|a| self.place_cpu(a, file, outer, depth)),
+                Env::In(Some(function)) => self.param_cpu(*function, *i, depth),
+                Env::In(None) => false,
+            },
+            PlaceRef::Value(TypeRef::Field { base, field }) => match self.resolve(base, from) {
+                Some(TyKind::Named(owner)) => self.field_cpu(&owner, field, depth),
+                _ => false,
+            },
+            PlaceRef::Value(TypeRef::Part { base, .. }) => {
+                let base = PlaceRef::Value((**base).clone());
+                self.ref_cpu(&base, file, env, depth + 1)
+            }
+            PlaceRef::Value(_) => false,
+            PlaceRef::Call {
+                result,
+                args,
+                module,
+            } => {
+                let TypeRef::Return { owner, name } = result else {
+                    return false;
+                };
+                let callees = match owner {
+                    None => self.closest(
+                        from,
+                        self.named(name)
+                            .filter(|&id| self.function(id).owner.is_none()),
+                    ),
+                    Some(owner) => match self.resolve(owner, from) {
+                        Some(TyKind::Named(owner)) => self.methods_of(&owner, name, from),
+                        Some(TyKind::Tensor) => Vec::new(),
+                        Some(_) => return false,
+                        None if AMBIGUOUS_METHODS.contains(&name.as_str()) => Vec::new(),
+                        None => self.closest(
+                            from,
+                            self.named(name)
+                                .filter(|&id| self.function(id).has_receiver),
+                        ),
+                    },
+                };
+                let built_from_cpu = || {
+                    let relevant = if *module {
+                        &args[..args.len().min(1)]
+                    } else {
+                        &args[..]
+                    };
+                    relevant
+                        .iter()
+                        .any(|a| self.place_cpu(a, file, env, depth + 1))
+                };
+                if callees.is_empty() {
+                    // Outside the crate (a tch module, `nn::linear`): built
+                    // from or applied to something on the CPU, it is there.
+                    return built_from_cpu();
+                }
+                // A crate object (not a tensor) built from CPU objects
+                // computes there too, whatever the constructor keeps.
+                let objects = callees
+                    .iter()
+                    .all(|&id| matches!(self.function(id).returns, TyKind::Named(_)));
+                if objects && built_from_cpu() {
+                    return true;
+                }
+                let inner = Env::Args(args, env);
+                callees.iter().all(|&id| {
+                    let returned = &self.function(id).return_place;
+                    match returned {
+                        Place::Cpu => true,
+                        Place::Device => false,
+                        _ if args.is_empty() => self.return_cpu(id, depth),
+                        _ => self.place_cpu(returned, id.0, &inner, depth + 1),
+                    }
+                })
+            }
+        }
+    }
+
+    /// Memoised, cycle-safe answers to placement questions.
+    pub(super) fn memo(&self, key: PlaceKey, compute: impl FnOnce() -> bool) -> bool {
+        if let Some(&known) = self.places.borrow().get(&key) {
+            return known;
+        }
+        if !self.visiting.borrow_mut().insert(key.clone()) {
+            return false;
+        }
+        let value = compute();
+        self.visiting.borrow_mut().remove(&key);
+        self.places.borrow_mut().insert(key, value);
+        value
+    }
+
+    /// Whether a function returns CPU data whatever its arguments.
+    pub(super) fn return_cpu(&self, id: FnId, depth: usize) -> bool {
+        self.memo(PlaceKey::Return(id), || {
+            let env = Env::In(None);
+            self.place_cpu(&self.function(id).return_place, id.0, &env, depth + 1)
+        })
+    }
+
+    /// Whether every value the crate stores into `owner.field` is on the CPU.
+    pub(super) fn field_cpu(&self, owner: &str, field: &str, depth: usize) -> bool {
+        self.memo(PlaceKey::Field(owner.to_owned(), field.to_owned()), || {
+            let Some(stores) = self.stores.get(&(owner, field)) else {
+                return false;
+            };
+            stores.iter().all(|(file, store)| {
+                store.place.as_ref().is_some_and(|place| {
+                    let env = Env::In(store.function.map(|f| (*file, f)));
+                    self.place_cpu(place, *file, &env, depth + 1)
+                })
+            })
+        })
+    }
+
+    /// Whether every crate call of a function passes CPU data as parameter
+    /// `index` (and there is at least one call).
+    pub(super) fn param_cpu(&self, function: FnId, index: usize, depth: usize) -> bool {
+        self.memo(PlaceKey::Param(function, index), || {
+            let callers = self.callers();
+            let Some(calls) = callers.get(&function) else {
+                return false;
+            };
+            // Test code and debug assertions say nothing about the
+            // arguments a release build passes.
+            let calls: Vec<(usize, usize)> = calls
+                .iter()
+                .copied()
+                .filter(|&(file, call)| {
+                    !matches!(
+                        self.files[file].facts.calls[call].context.cold,
+                        Some(Cold::Test | Cold::DebugAssertion)
+                    )
+                })
+                .collect();
+            drop(callers);
+            !calls.is_empty()
+                && calls.iter().all(|&(file, call)| {
+                    let call = &self.files[file].facts.calls[call];
+                    call.args
+                        .get(index)
+                        .cloned()
+                        .flatten()
+                        .is_some_and(|place| {
+                            let env = Env::In(call.context.function.map(|f| (file, f)));
+                            self.place_cpu(&place, file, &env, depth + 1)
+                        })
+                })
+        })
+    }
+
+    /// Whether a site syncs: its subject is a tensor (or may be one) that
+    /// may be on a device.
+    pub(crate) fn site_syncs(&self, file: usize, site: &Site) -> bool {
+        let from = Some(self.files[file].unit);
+        self.satisfied(site.requirement.as_ref(), from)
+            && !self.is_cpu(&site.place, file, site.context.function)
+    }
+}
+
+/// Whether a place reference depends on the enclosing function's parameters.
+pub(super) fn holds_param(reference: &PlaceRef) -> bool {
+    match reference {
+        PlaceRef::Param(_) => true,
+        PlaceRef::Value(_) => false,
+        PlaceRef::Call { args, .. } => args.iter().any(|a| match a {
+            Place::CpuIf(refs) => refs.iter().any(holds_param),
+            _ => false,
+        }),
+    }
+}
+
+/// A callee's place in terms of the caller: its parameters replaced by the
+/// call's arguments.
+pub(crate) fn substitute(place: &Place, args: &[Place]) -> Place {
+    let Place::CpuIf(refs) = place else {
+        return place.clone();
+    };
+    let mut out = Place::Device;
+    for reference in refs {
+        let part = match reference {
+            PlaceRef::Param(i) => args.get(*i).cloned().unwrap_or_default(),
+            PlaceRef::Value(_) => Place::of(reference.clone()),
+            PlaceRef::Call {
+                result,
+                args: inner,
+                module,
+            } => Place::of(PlaceRef::Call {
+                result: result.clone(),
+                args: inner.iter().map(|a| substitute(a, args)).collect(),
+                module: *module,
+            }),
+        };
+        out = out.either(part);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_callee_place_is_rewritten_in_the_caller_terms() {
+        let callee = Place::CpuIf(vec![PlaceRef::Param(0), PlaceRef::Param(2)]);
+        let cpu_third = [Place::Device, Place::Device, Place::Cpu];
+        assert_eq!(substitute(&callee, &cpu_third), Place::Cpu);
+        let caller_param = [Place::of(PlaceRef::Param(1)), Place::Device, Place::Device];
+        assert_eq!(
+            substitute(&callee, &caller_param),
+            Place::of(PlaceRef::Param(1))
+        );
+        assert_eq!(substitute(&callee, &[]), Place::Device);
+        assert!(holds_param(&PlaceRef::Call {
+            result: TypeRef::Unknown,
+            args: vec![Place::of(PlaceRef::Param(0))],
+            module: false,
+        }));
+    }
+}

@@ -1,0 +1,535 @@
+//! Calls: conversions and tch operations the rules look at, calls into
+//! crate-local functions recorded for the crate pass, iterator adapters run
+//! as loops, and what a method call on a tensor or unknown value gives.
+
+use super::*;
+use syntax::ends_in_reduction;
+
+impl Walker<'_> {
+    pub(super) fn call(&mut self, c: &ExprCall) -> Val {
+        let Expr::Path(func) = &*c.func else {
+            let callee = self.expr(&c.func);
+            let args: Vec<Val> = c.args.iter().map(|a| self.expr(a)).collect();
+            return self.call_value(&callee, &args);
+        };
+        let segments: Vec<String> = func
+            .path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect();
+        let Some(name) = segments.last().cloned() else {
+            return Val::Unknown;
+        };
+        let loc = self.loc(first_span(&c.func), c.paren_token.span.close());
+
+        if segments.len() == 1 && func.qself.is_none() {
+            match self.lookup(&name).cloned() {
+                // A local closure called by name.
+                Some(Val::Closure(id)) => {
+                    for arg in &c.args {
+                        self.expr(arg);
+                    }
+                    self.closure_call(id, &name, loc);
+                    return Val::Unknown;
+                }
+                // A local value called as a function: a boxed module.
+                Some(callee) => {
+                    let args: Vec<Val> = c.args.iter().map(|a| self.expr(a)).collect();
+                    return self.call_value(&callee, &args);
+                }
+                None => {}
+            }
+        }
+
+        // `tch::no_grad(|| ..)` returns what the closure returns.
+        if name == "no_grad" || name == "autocast" {
+            let mut value = Val::Unknown;
+            for arg in &c.args {
+                value = match arg {
+                    Expr::Closure(closure) => self.closure(closure),
+                    other => self.expr(other),
+                };
+            }
+            return value;
+        }
+
+        let mut args = Vec::with_capacity(c.args.len());
+        for arg in &c.args {
+            args.push(self.expr(arg));
+        }
+        let item_args = c.args.iter().any(|a| self.is_item(a));
+
+        // `f64::try_from(&t)`, `Vec::<f32>::try_from(&t)`, `<f64>::from(&t)`.
+        if name == "try_from" || name == "from" {
+            let qualifier = match &func.qself {
+                Some(q) => match &*q.ty {
+                    Type::Path(tp) => tp
+                        .path
+                        .segments
+                        .last()
+                        .map(|s| (s.ident.to_string(), compact(s))),
+                    _ => None,
+                },
+                None if func.path.segments.len() >= 2 => {
+                    let s = &func.path.segments[func.path.segments.len() - 2];
+                    Some((s.ident.to_string(), compact(s)))
+                }
+                None => None,
+            };
+            if let Some((type_name, written)) = qualifier {
+                if let Some(target) = conversion_target(&type_name) {
+                    let by_ref = matches!(c.args.first(), Some(Expr::Reference(_)));
+                    let op = format!("{written}::{name}");
+                    let hit = host_sync::conversion(&op, target, by_ref, name == "try_from");
+                    let mut subject = args.first().cloned().unwrap_or(Val::Unknown);
+                    if matches!(subject, Val::Unknown | Val::Deferred(..))
+                        && self.mentions_tch
+                        && c.args.first().is_some_and(ends_in_reduction)
+                    {
+                        // `f64::from(x.abs().max())`: a zero-argument
+                        // reduction converted to a scalar is a tensor's.
+                        subject = Val::tensor_at(subject.place().unwrap_or_default());
+                    }
+                    self.report_on(hit, &subject, loc, c.args.first());
+                    return Val::Other;
+                }
+            }
+        }
+
+        // devcheck's tracked readbacks: `readbacks::scalar_f64(&loss)`.
+        if segments.iter().any(|s| s == "readbacks") {
+            if let Some(hit) = host_sync::tracked_readback(&name) {
+                let subject = args.first().cloned().unwrap_or(Val::Unknown);
+                self.report_on(hit, &subject, loc, c.args.first());
+                return Val::Other;
+            }
+        }
+
+        if !self.patterns.is_empty() {
+            self.custom(&segments.join("::"), loc);
+        }
+
+        let qualifier = (segments.len() >= 2).then(|| segments[segments.len() - 2].as_str());
+        match qualifier {
+            Some("Tensor") => tensor_constructor(&name, &args, c.args.first()),
+            Some("Device") => Val::Device(Place::Device),
+            // tch's mini-batch iterator over (inputs, targets).
+            Some("Iter2") if name == "new" => {
+                let place = args
+                    .first()
+                    .filter(|a| a.is_cpu_tensor())
+                    .map_or(Place::Device, |_| Place::Cpu);
+                let batch = Val::tensor_at(place);
+                Val::Iter(Box::new(Val::Tuple(vec![batch.clone(), batch])))
+            }
+            Some(ty) if is_placed_tch_type(ty) => {
+                let place = args
+                    .iter()
+                    .find_map(Val::placement)
+                    .unwrap_or_else(|| built_from(&args));
+                Val::Deferred(TypeRef::Named(ty.to_owned()), place)
+            }
+            _ if matches!(name.as_str(), "Some" | "Ok" | "Box" | "new")
+                && matches!(
+                    qualifier,
+                    None | Some("Box" | "Rc" | "Arc" | "RefCell" | "Mutex" | "Cell" | "RwLock")
+                ) =>
+            {
+                if name == "new" && qualifier.is_none() {
+                    return self.crate_call(Callee::Free(segments), None, &args, loc, item_args);
+                }
+                args.into_iter().next().unwrap_or(Val::Unknown)
+            }
+            _ => {
+                let owner = match qualifier {
+                    Some("Self") => self.fn_state.self_ty.clone().map(TypeRef::Named),
+                    Some(q) if q.starts_with(|c: char| c.is_ascii_uppercase()) => {
+                        Some(TypeRef::Named(q.to_owned()))
+                    }
+                    _ => None,
+                };
+                match owner {
+                    Some(owner) => self.crate_call(
+                        Callee::Assoc {
+                            owner: owner.clone(),
+                            name: name.clone(),
+                        },
+                        Some(owner),
+                        &args,
+                        loc,
+                        item_args,
+                    ),
+                    None => self.crate_call(Callee::Free(segments), None, &args, loc, item_args),
+                }
+            }
+        }
+    }
+
+    /// A call that may reach a crate-local function: recorded for the
+    /// crate pass; its value is deferred to it.
+    pub(super) fn crate_call(
+        &mut self,
+        callee: Callee,
+        owner: Option<TypeRef>,
+        args: &[Val],
+        loc: Loc,
+        item: bool,
+    ) -> Val {
+        let name = callee.name().to_owned();
+        let arg_places: Vec<Place> = args.iter().map(|a| a.place().unwrap_or_default()).collect();
+        if is_update(&name) {
+            self.mark_step(true);
+        } else if is_forward(&name) {
+            self.mark_step(false);
+        }
+        self.record_call(
+            callee,
+            loc,
+            arg_places.iter().cloned().map(Some).collect(),
+            item,
+        );
+        let result = TypeRef::Return {
+            owner: owner.map(Box::new),
+            name,
+        };
+        let module = is_forward(&result_name(&result));
+        Val::Deferred(result.clone(), Place::of_call(result, arg_places, module))
+    }
+
+    /// Calling a value (a boxed module, a function pointer): runs a model,
+    /// whose output is where the model is.
+    pub(super) fn call_value(&mut self, callee: &Val, _args: &[Val]) -> Val {
+        // A closure parameter (`f: &dyn Fn(..)`) is a callback, not a model.
+        let callback = matches!(callee, Val::Deferred(TypeRef::Named(n), _)
+            if matches!(n.as_str(), "Fn" | "FnMut" | "FnOnce"));
+        if !callback {
+            self.mark_step(false);
+        }
+        let place = callee.imposed_place();
+        match callee {
+            Val::Unknown | Val::Deferred(..) => Val::Deferred(TypeRef::Unknown, place),
+            _ => Val::Unknown,
+        }
+    }
+
+    pub(super) fn method_call(&mut self, m: &ExprMethodCall) -> Val {
+        let receiver = self.expr(&m.receiver);
+        let name = m.method.to_string();
+        let adapter = self.adapter_params(&name, &receiver, &m.args);
+        let mut args = Vec::with_capacity(m.args.len());
+        for arg in &m.args {
+            let value = match (arg, &adapter) {
+                (Expr::Closure(c), Some(params)) => self.closure_loop(
+                    c,
+                    params,
+                    matches!(
+                        name.as_str(),
+                        "for_each"
+                            | "try_for_each"
+                            | "for_each_concurrent"
+                            | "try_for_each_concurrent"
+                    ),
+                ),
+                // `losses.iter().map(f32::try_from)`: a point-free conversion
+                // of each element.
+                (Expr::Path(path), Some(params)) => {
+                    self.point_free(path, params.last().cloned().unwrap_or(Val::Unknown), arg);
+                    Val::Unknown
+                }
+                _ => self.expr(arg),
+            };
+            args.push(value);
+        }
+        let loc = self.loc(m.method.span(), m.paren_token.span.close());
+        let scalar_turbofish = m.turbofish.as_ref().is_some_and(|t| {
+            t.args.len() == 1
+                && matches!(t.args.first(), Some(syn::GenericArgument::Type(Type::Path(p)))
+                    if p.path.get_ident().is_some_and(|i| is_scalar(&i.to_string())))
+        });
+        // `t.double_value(&[i])`: an index that varies, one element per read.
+        let element_index = matches!(
+            m.args.first(),
+            Some(Expr::Reference(r)) if matches!(&*r.expr, Expr::Array(a)
+                if a.elems.iter().any(|e| !matches!(e, Expr::Lit(_))))
+        );
+        let call = MethodCall {
+            name: &name,
+            args: &args,
+            scalar_turbofish,
+            element_index,
+        };
+        let checks = [
+            host_sync::method,
+            host_value_op::method,
+            data_dependent_shape::method,
+            syncing_helper::method,
+        ];
+        let found = checks.iter().find_map(|check| check(&call));
+        let hit = found.is_some();
+        if let Some(found) = found {
+            let item = self.is_item(&m.receiver);
+            self.report_with(found, &receiver, loc, Some(&name), item);
+        }
+        if !self.patterns.is_empty() {
+            self.custom(&name, loc);
+        }
+        if name == "try_into" && args.is_empty() {
+            let by_ref = matches!(&*m.receiver, Expr::Reference(_))
+                || matches!(&*m.receiver, Expr::Paren(p) if matches!(&*p.expr, Expr::Reference(_)));
+            let item = self.is_item(&m.receiver);
+            self.last_try_into = Some((receiver.clone(), loc, by_ref, item));
+        }
+        if name == "push" {
+            if let (Expr::Path(p), Some(Val::Tensor(pushed))) = (&*m.receiver, args.first()) {
+                if let Some(ident) = p.path.get_ident() {
+                    let place = match &receiver {
+                        Val::Tensors { place, .. } => place.clone().both(pushed.place.clone()),
+                        _ => pushed.place.clone(),
+                    };
+                    self.rebind(
+                        &ident.to_string(),
+                        Val::Tensors {
+                            place,
+                            mask: pushed.mask,
+                        },
+                    );
+                }
+            }
+        }
+        if is_update(&name) {
+            self.mark_step(true);
+        } else if is_forward(&name) {
+            self.mark_step(false);
+        }
+        let mut arg_places: Vec<Place> = vec![receiver.place().unwrap_or_default()];
+        arg_places.extend(args.iter().map(|a| a.place().unwrap_or_default()));
+        // A call a rule reports is that rule's finding, not a call to follow.
+        if matches!(receiver, Val::Unknown | Val::Deferred(..) | Val::Tensor(_))
+            && !TRANSPARENT.contains(&name.as_str())
+            && !hit
+        {
+            self.record_call(
+                Callee::Method {
+                    receiver: receiver.type_ref(),
+                    name: name.clone(),
+                },
+                loc,
+                arg_places.iter().cloned().map(Some).collect(),
+                self.is_item(&m.receiver) || m.args.iter().any(|a| self.is_item(a)),
+            );
+        }
+        self.method_value(&name, receiver, &args, m, arg_places)
+    }
+
+    /// `f32::try_from` or `Tensor::double_value` passed to an adapter:
+    /// applied to each element.
+    pub(super) fn point_free(&mut self, path: &ExprPath, element: Val, arg: &Expr) {
+        let segments: Vec<String> = path
+            .path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect();
+        let [.., qualifier, name] = segments.as_slice() else {
+            return;
+        };
+        let span = arg.span();
+        let loc = self.loc(span, span);
+        // Applied once per element: a loop of its own.
+        let saved = self.enter_loop(false, loc.line);
+        self.point_free_hit(qualifier, name, element, loc);
+        self.exit_loop(saved);
+    }
+
+    pub(super) fn point_free_hit(&mut self, qualifier: &str, name: &str, element: Val, loc: Loc) {
+        if matches!(name, "try_from" | "from") {
+            if let Some(target) = conversion_target(qualifier) {
+                let op = format!("{qualifier}::{name}");
+                let hit = host_sync::conversion(&op, target, false, name == "try_from");
+                self.report_with(hit, &element, loc, None, true);
+            }
+        } else if qualifier == "Tensor" {
+            let call = MethodCall {
+                name,
+                args: &[],
+                scalar_turbofish: false,
+                element_index: false,
+            };
+            if let Some(hit) = host_sync::method(&call) {
+                self.report_with(hit, &element, loc, None, true);
+            }
+        }
+    }
+
+    /// If `name` is an iterator adapter called on an iterator (or a stream
+    /// whose closure is async), the values its closure receives.
+    pub(super) fn adapter_params(
+        &self,
+        name: &str,
+        receiver: &Val,
+        args: &syn::punctuated::Punctuated<Expr, syn::Token![,]>,
+    ) -> Option<Vec<Val>> {
+        let async_body = args
+            .iter()
+            .any(|a| matches!(a, Expr::Closure(c) if matches!(&*c.body, Expr::Async(_))));
+        let element = match receiver {
+            Val::Iter(element) => (**element).clone(),
+            _ if matches!(name, "for_each" | "try_for_each") || async_body => Val::Unknown,
+            _ => return None,
+        };
+        if !ELEMENT_ADAPTERS.contains(&name) {
+            return None;
+        }
+        Some(match name {
+            "fold" | "try_fold" | "scan" | "reduce" => vec![Val::Unknown, element],
+            _ => vec![element],
+        })
+    }
+
+    pub(super) fn method_value(
+        &mut self,
+        name: &str,
+        receiver: Val,
+        args: &[Val],
+        m: &ExprMethodCall,
+        arg_places: Vec<Place>,
+    ) -> Val {
+        if TRANSPARENT.contains(&name) {
+            return receiver;
+        }
+        match (name, &receiver) {
+            ("iter", Val::Tensor(_)) => return Val::Iter(Box::new(Val::Other)),
+            (
+                "iter" | "iter_mut" | "into_iter" | "par_iter" | "par_iter_mut" | "into_par_iter"
+                | "drain",
+                _,
+            ) => {
+                return Val::Iter(Box::new(receiver.element().unwrap_or(Val::Unknown)));
+            }
+            // Strings' and maps' iterators; a crate-local type may define
+            // methods of the same names, so deferred receivers stay deferred.
+            ("chars" | "bytes" | "lines" | "keys" | "split_whitespace" | "char_indices", _)
+                if args.is_empty() && !matches!(receiver, Val::Deferred(..)) =>
+            {
+                return Val::Iter(Box::new(Val::Other));
+            }
+            ("values" | "values_mut", _)
+                if args.is_empty() && !matches!(receiver, Val::Deferred(..)) =>
+            {
+                return Val::Iter(Box::new(Val::Unknown));
+            }
+            ("enumerate", Val::Iter(element)) => {
+                return Val::Iter(Box::new(Val::Tuple(vec![Val::Other, (**element).clone()])));
+            }
+            ("zip" | "zip_eq", Val::Iter(element)) => {
+                let other = args.first().and_then(Val::element).unwrap_or(Val::Unknown);
+                return Val::Iter(Box::new(Val::Tuple(vec![(**element).clone(), other])));
+            }
+            ("to_device", Val::Iter(element)) => {
+                let place = args.first().and_then(Val::placement).unwrap_or_default();
+                return Val::Iter(Box::new(with_placement((**element).clone(), place)));
+            }
+            (_, Val::Iter(_)) if SAME_ELEMENTS.contains(&name) => return receiver,
+            ("map" | "filter_map" | "flat_map" | "map_while", Val::Iter(_)) => {
+                return Val::Iter(Box::new(args.first().cloned().unwrap_or(Val::Unknown)));
+            }
+            ("collect", Val::Iter(element)) => {
+                return match &**element {
+                    Val::Tensor(facts) => Val::Tensors {
+                        place: facts.place.clone(),
+                        mask: facts.mask,
+                    },
+                    _ => Val::Unknown,
+                };
+            }
+            ("next" | "last" | "nth", Val::Iter(element)) => return (**element).clone(),
+            (
+                "first" | "last" | "get" | "get_mut" | "pop" | "remove" | "swap_remove"
+                | "pop_front" | "pop_back" | "first_mut" | "last_mut",
+                Val::Tensors { .. } | Val::Deferred(..),
+            ) if !matches!(receiver, Val::Deferred(TypeRef::Named(_), _)) => {
+                return receiver.element().unwrap_or(Val::Unknown);
+            }
+            ("chunks" | "windows" | "chunks_exact", Val::Tensors { .. }) => {
+                return Val::Iter(Box::new(receiver))
+            }
+            ("train_iter" | "test_iter", _) if self.mentions_tch => {
+                let place = receiver.place().unwrap_or_default();
+                return Val::Iter(Box::new(Val::Tuple(vec![
+                    Val::tensor_at(place.clone()),
+                    Val::tensor_at(place),
+                ])));
+            }
+            _ => {}
+        }
+        let receiver_place = match &receiver {
+            Val::Deferred(_, place) => place.clone(),
+            _ => Place::Device,
+        };
+        match receiver {
+            Val::Tensor(facts) => tensor_method(name, facts, args),
+            Val::Unknown | Val::Deferred(..) if name == "device" => {
+                Val::Device(receiver.place().unwrap_or_default())
+            }
+            Val::Unknown | Val::Deferred(..)
+                if self.mentions_tch
+                    && (name == "to_device"
+                        || (name == "to"
+                            && args.first().is_some_and(|a| a.placement().is_some()))) =>
+            {
+                Val::tensor_at(args.first().and_then(Val::placement).unwrap_or_default())
+            }
+            Val::Unknown | Val::Deferred(..) if self.mentions_tch && name == "cuda" => {
+                Val::tensor_at(Place::Device)
+            }
+            Val::Unknown | Val::Deferred(..)
+                if self.mentions_tch && is_comparison(name) && args.len() == 1 =>
+            {
+                Val::Tensor(TensorFacts {
+                    place: receiver_place,
+                    scalar: false,
+                    mask: true,
+                })
+            }
+            Val::Unknown | Val::Deferred(..) if self.mentions_tch && tch_tensor_method(name) => {
+                let result = TypeRef::Return {
+                    owner: Some(Box::new(receiver.type_ref())),
+                    name: name.to_owned(),
+                };
+                Val::Tensor(TensorFacts {
+                    place: receiver_place.either(Place::of_call(
+                        result,
+                        arg_places,
+                        is_forward(name),
+                    )),
+                    scalar: is_loss(name),
+                    mask: false,
+                })
+            }
+            Val::Unknown | Val::Deferred(..)
+                if self.mentions_tch
+                    && matches!(name, "mean" | "sum" | "prod")
+                    && matches!(m.args.first(), Some(Expr::Path(p)) if path_has_segment(&p.path, "Kind")) =>
+            {
+                Val::Tensor(TensorFacts {
+                    place: receiver_place,
+                    scalar: true,
+                    mask: false,
+                })
+            }
+            Val::Unknown | Val::Deferred(..) => {
+                let result = TypeRef::Return {
+                    owner: Some(Box::new(receiver.type_ref())),
+                    name: name.to_owned(),
+                };
+                let module = is_forward(name);
+                Val::Deferred(
+                    result.clone(),
+                    receiver_place.either(Place::of_call(result, arg_places, module)),
+                )
+            }
+            _ => Val::Unknown,
+        }
+    }
+}

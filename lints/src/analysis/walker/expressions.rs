@@ -1,0 +1,438 @@
+//! Expressions, control flow and loops: what each evaluates to, which loop
+//! and guard code runs in, and the stores into fields it makes.
+
+use super::*;
+use syntax::{drives_requests, driving_tensor_iter, is_periodic};
+
+impl Walker<'_> {
+    // ----- expressions -------------------------------------------------
+
+    pub(crate) fn expr(&mut self, expr: &Expr) -> Val {
+        if self.depth >= MAX_DEPTH {
+            if !self.too_deep {
+                self.too_deep = true;
+                let line = first_span(expr).start().line;
+                self.facts.incomplete.push((
+                    line,
+                    format!(
+                        "expression nested more than {MAX_DEPTH} levels deep; the rest of it was not analysed"
+                    ),
+                ));
+            }
+            return Val::Unknown;
+        }
+        self.depth += 1;
+        let value = self.expr_inner(expr);
+        self.depth -= 1;
+        value
+    }
+
+    pub(super) fn expr_inner(&mut self, expr: &Expr) -> Val {
+        match expr {
+            Expr::Array(a) => {
+                let values: Vec<Val> = a.elems.iter().map(|e| self.expr(e)).collect();
+                collection_of(values)
+            }
+            Expr::Assign(a) => {
+                let value = self.expr(&a.right);
+                match &*a.left {
+                    Expr::Path(p) if p.path.segments.len() == 1 && p.qself.is_none() => {
+                        self.rebind(&p.path.segments[0].ident.to_string(), value);
+                    }
+                    Expr::Field(f) if is_self(&f.base) => {
+                        self.store_field(None, &f.member, &value);
+                    }
+                    left => {
+                        self.expr(left);
+                    }
+                }
+                Val::Other
+            }
+            Expr::Async(a) => self.block(&a.block),
+            Expr::Await(a) => self.expr(&a.base),
+            Expr::Binary(b) => self.binary(b),
+            Expr::Block(b) => self.block(&b.block),
+            Expr::Break(b) => {
+                if let Some(e) = &b.expr {
+                    self.expr(e);
+                }
+                Val::Other
+            }
+            Expr::Call(c) => self.call(c),
+            Expr::Cast(c) => {
+                self.expr(&c.expr);
+                Val::Other
+            }
+            Expr::Closure(c) => {
+                self.closure(c);
+                Val::Unknown
+            }
+            Expr::Const(c) => self.block(&c.block),
+            Expr::Field(f) => {
+                let base = self.expr(&f.base);
+                field_val(base, &f.member)
+            }
+            Expr::ForLoop(f) => self.for_loop(f),
+            Expr::Group(g) => self.expr(&g.expr),
+            Expr::If(i) => self.if_expr(i),
+            Expr::Index(i) => {
+                let base = self.expr(&i.expr);
+                self.expr(&i.index);
+                match base {
+                    Val::Tensors { place, mask } => Val::Tensor(TensorFacts {
+                        place,
+                        scalar: false,
+                        mask,
+                    }),
+                    Val::Deferred(t, place) => Val::Deferred(
+                        TypeRef::Part {
+                            base: Box::new(t),
+                            index: None,
+                        },
+                        place,
+                    ),
+                    _ => Val::Unknown,
+                }
+            }
+            Expr::Let(l) => {
+                let value = self.expr(&l.expr);
+                self.bind_pat(&l.pat, value);
+                Val::Other
+            }
+            Expr::Lit(_) => Val::Other,
+            Expr::Loop(l) => {
+                let saved = self.enter_loop(true, l.loop_token.span.start().line);
+                self.block(&l.body);
+                self.exit_loop(saved);
+                Val::Unknown
+            }
+            Expr::Macro(m) => self.mac(&m.mac),
+            Expr::Match(m) => self.match_expr(m),
+            Expr::MethodCall(m) => self.method_call(m),
+            Expr::Paren(p) => self.expr(&p.expr),
+            Expr::Path(p) => self.path_val(p),
+            Expr::Range(r) => {
+                if let Some(start) = &r.start {
+                    self.expr(start);
+                }
+                if let Some(end) = &r.end {
+                    self.expr(end);
+                }
+                Val::Iter(Box::new(Val::Other))
+            }
+            Expr::RawAddr(r) => {
+                self.expr(&r.expr);
+                Val::Other
+            }
+            Expr::Reference(r) => self.expr(&r.expr),
+            Expr::Repeat(r) => {
+                let value = self.expr(&r.expr);
+                self.expr(&r.len);
+                collection_of(vec![value])
+            }
+            Expr::Return(r) => {
+                if let Some(e) = &r.expr {
+                    let value = self.expr(e);
+                    self.note_return(&value);
+                }
+                Val::Other
+            }
+            Expr::Struct(s) => self.struct_literal(s),
+            Expr::Try(t) => self.expr(&t.expr),
+            Expr::TryBlock(t) => self.block(&t.block),
+            Expr::Tuple(t) => Val::Tuple(t.elems.iter().map(|e| self.expr(e)).collect()),
+            Expr::Unary(u) => {
+                let value = self.expr(&u.expr);
+                match (&u.op, value) {
+                    (UnOp::Deref(_), v) => v,
+                    (_, Val::Tensor(facts)) => Val::Tensor(facts),
+                    (_, Val::Other) => Val::Other,
+                    _ => Val::Unknown,
+                }
+            }
+            Expr::Unsafe(u) => self.block(&u.block),
+            Expr::While(w) => {
+                let saved = self.enter_loop(true, w.while_token.span.start().line);
+                if drives_requests(&w.cond) {
+                    self.mark_loop(|l| l.request = true);
+                }
+                self.push_scope();
+                self.expr(&w.cond);
+                self.block(&w.body);
+                self.pop_scope();
+                self.exit_loop(saved);
+                Val::Unknown
+            }
+            Expr::Yield(y) => {
+                if let Some(e) = &y.expr {
+                    self.expr(e);
+                }
+                Val::Unknown
+            }
+            _ => Val::Unknown,
+        }
+    }
+
+    /// `S { f: v, .. }`: records what each field holds; the value is on the
+    /// CPU if every field that holds data is.
+    pub(super) fn struct_literal(&mut self, s: &syn::ExprStruct) -> Val {
+        let owner = match s.path.segments.last().map(|s| s.ident.to_string()) {
+            Some(name) if name == "Self" => self.fn_state.self_ty.clone(),
+            other => other,
+        };
+        let mut place: Option<Place> = None;
+        for field in &s.fields {
+            let value = self.expr(&field.expr);
+            if let Some(p) = value.place() {
+                place = Some(place.map_or(p.clone(), |before| before.both(p)));
+            }
+            if let Some(owner) = &owner {
+                self.store_field(Some(owner.clone()), &field.member, &value);
+            }
+        }
+        if let Some(rest) = &s.rest {
+            self.expr(rest);
+        }
+        match owner {
+            Some(name) => Val::Deferred(TypeRef::Named(name), place.unwrap_or_default()),
+            None => Val::Unknown,
+        }
+    }
+
+    /// Records `owner.field = value` (`owner` defaults to `Self`).
+    pub(super) fn store_field(&mut self, owner: Option<String>, member: &Member, value: &Val) {
+        let Some(owner) = owner.or_else(|| self.fn_state.self_ty.clone()) else {
+            return;
+        };
+        let field = match member {
+            Member::Named(ident) => ident.to_string(),
+            Member::Unnamed(index) => index.index.to_string(),
+        };
+        self.facts.field_stores.push(FieldStore {
+            owner,
+            field,
+            place: value.place(),
+            function: self.fn_state.context.function,
+        });
+    }
+
+    pub(super) fn binary(&mut self, b: &ExprBinary) -> Val {
+        let left = self.expr(&b.left);
+        let right = self.expr(&b.right);
+        match b.op {
+            BinOp::Add(_)
+            | BinOp::Sub(_)
+            | BinOp::Mul(_)
+            | BinOp::Div(_)
+            | BinOp::Rem(_)
+            | BinOp::BitAnd(_)
+            | BinOp::BitOr(_)
+            | BinOp::BitXor(_) => left.arithmetic(right),
+            _ => Val::Other,
+        }
+    }
+
+    pub(super) fn if_expr(&mut self, i: &ExprIf) -> Val {
+        self.push_scope();
+        self.expr(&i.cond);
+        let guard = is_periodic(&i.cond).then(|| self.source_of(&*i.cond));
+        let saved = self.fn_state.context.periodic.clone();
+        if guard.is_some() {
+            self.fn_state.context.periodic = guard;
+        }
+        let saved_cold = self.fn_state.context.cold.clone();
+        if let Expr::Macro(m) = &*i.cond {
+            if saved_cold.is_none() {
+                self.fn_state.context.cold = cfg_macro_cold(&m.mac, self.features);
+            }
+        }
+        let then_value = self.block(&i.then_branch);
+        self.fn_state.context.cold = saved_cold;
+        self.fn_state.context.periodic = saved;
+        self.pop_scope();
+        match &i.else_branch {
+            Some((_, else_expr)) => {
+                let else_value = self.expr(else_expr);
+                then_value.join(else_value)
+            }
+            None => Val::Other,
+        }
+    }
+
+    pub(super) fn match_expr(&mut self, m: &ExprMatch) -> Val {
+        let scrutinee = self.expr(&m.expr);
+        let mut value: Option<Val> = None;
+        for arm in &m.arms {
+            if attrs_cold(&arm.attrs, self.features).is_some() {
+                continue;
+            }
+            self.push_scope();
+            self.bind_pat(&arm.pat, scrutinee.clone());
+            if let Some((_, guard)) = &arm.guard {
+                self.expr(guard);
+            }
+            let arm_value = self.expr(&arm.body);
+            self.pop_scope();
+            value = Some(match value {
+                Some(v) => v.join(arm_value),
+                None => arm_value,
+            });
+        }
+        value.unwrap_or(Val::Other)
+    }
+
+    pub(super) fn for_loop(&mut self, f: &ExprForLoop) -> Val {
+        let sites_before = self.facts.sites.len();
+        let iterable = self.expr(&f.expr);
+        let saved = self.enter_loop(true, f.for_token.span.start().line);
+        if drives_requests(&f.expr) {
+            self.mark_loop(|l| l.request = true);
+        }
+        // `for v in t.iter::<f64>()` reads one element per iteration of this
+        // very loop, so the read belongs inside it.
+        if let Some(start) = driving_tensor_iter(&f.expr) {
+            let loop_context = self.fn_state.context.clone();
+            for site in &mut self.facts.sites[sites_before..] {
+                if site.hit.op == "iter::<T>" && (site.loc.line, site.loc.column) == start {
+                    site.context = Context {
+                        statement_line: site.context.statement_line,
+                        statement: site.context.statement,
+                        ..loop_context.clone()
+                    };
+                }
+            }
+        }
+        self.push_scope();
+        let element = iterable.element().unwrap_or(Val::Unknown);
+        self.fn_state.binding_items = true;
+        self.bind_pat(&f.pat, element);
+        self.fn_state.binding_items = false;
+        self.block(&f.body);
+        self.pop_scope();
+        self.exit_loop(saved);
+        Val::Other
+    }
+
+    pub(super) fn enter_loop(&mut self, statement: bool, line: usize) -> Context {
+        let id = self.facts.loops.len();
+        let parent = self.fn_state.context.loop_id;
+        self.facts.loops.push(LoopFacts {
+            parent,
+            function: self.fn_state.context.function,
+            line,
+            statement,
+            ..LoopFacts::default()
+        });
+        let saved = self.fn_state.context.clone();
+        self.fn_state.context.loop_id = Some(id);
+        self.fn_state.context.periodic = None;
+        self.fn_state.loop_scopes.push(self.fn_state.scopes.len());
+        saved
+    }
+
+    pub(super) fn exit_loop(&mut self, saved: Context) {
+        self.fn_state.loop_scopes.pop();
+        let statement = self.fn_state.context.statement;
+        let statement_line = self.fn_state.context.statement_line;
+        self.fn_state.context = Context {
+            statement,
+            statement_line,
+            ..saved
+        };
+    }
+
+    /// Marks the innermost loop, if there is one.
+    pub(super) fn mark_loop(&mut self, mark: impl FnOnce(&mut LoopFacts)) {
+        if let Some(id) = self.fn_state.context.loop_id {
+            mark(&mut self.facts.loops[id]);
+        }
+    }
+
+    /// Notes a step marker (`update`: a backward or optimizer step;
+    /// otherwise running a model) on the innermost loop, or on the
+    /// function when outside loops.
+    pub(super) fn mark_step(&mut self, update: bool) {
+        match (
+            self.fn_state.context.loop_id,
+            self.fn_state.context.function,
+        ) {
+            (Some(id), _) => {
+                let facts = &mut self.facts.loops[id];
+                if update {
+                    facts.update = true;
+                } else {
+                    facts.forward = true;
+                }
+            }
+            (None, Some(f)) => {
+                let facts = &mut self.facts.functions[f];
+                if update {
+                    facts.update = true;
+                } else {
+                    facts.forward = true;
+                }
+            }
+            (None, None) => {}
+        }
+    }
+
+    /// A closure that runs where it is written (`no_grad(|| ..)`, a
+    /// callback): its body is walked in the current context.
+    pub(super) fn closure(&mut self, c: &ExprClosure) -> Val {
+        self.push_scope();
+        for input in &c.inputs {
+            self.bind_pat(input, Val::Unknown);
+        }
+        self.fn_state.closure_depth += 1;
+        let value = self.expr(&c.body);
+        self.fn_state.closure_depth -= 1;
+        self.pop_scope();
+        value
+    }
+
+    /// A closure an iterator adapter runs once per element.
+    pub(super) fn closure_loop(&mut self, c: &ExprClosure, params: &[Val], statement: bool) -> Val {
+        let saved = self.enter_loop(statement, c.or1_token.span.start().line);
+        self.push_scope();
+        self.fn_state.binding_items = true;
+        for (i, input) in c.inputs.iter().enumerate() {
+            self.bind_pat(input, params.get(i).cloned().unwrap_or(Val::Unknown));
+        }
+        self.fn_state.binding_items = false;
+        self.fn_state.closure_depth += 1;
+        let value = self.expr(&c.body);
+        self.fn_state.closure_depth -= 1;
+        self.pop_scope();
+        self.exit_loop(saved);
+        value
+    }
+
+    pub(super) fn path_val(&self, p: &ExprPath) -> Val {
+        let segments = &p.path.segments;
+        if segments.len() == 1 && p.qself.is_none() {
+            let name = segments[0].ident.to_string();
+            if let Some(value) = self.lookup(&name) {
+                return value.clone();
+            }
+            if let Some(value) = self.consts.get(&name) {
+                return value.clone();
+            }
+            return match name.as_str() {
+                "FLOAT_CPU" | "DOUBLE_CPU" | "INT64_CPU" => cpu_options(),
+                _ => Val::Unknown,
+            };
+        }
+        let Some(last) = segments.last() else {
+            return Val::Unknown;
+        };
+        let last = last.ident.to_string();
+        let previous = segments.iter().rev().nth(1).map(|s| s.ident.to_string());
+        match (previous.as_deref(), last.as_str()) {
+            (Some("Device"), "Cpu") => Val::Device(Place::Cpu),
+            (Some("Device"), _) => Val::Device(Place::Device),
+            (Some("kind"), "FLOAT_CPU" | "DOUBLE_CPU" | "INT64_CPU") => cpu_options(),
+            (Some("Kind"), _) => Val::Other,
+            _ => self.consts.get(&last).cloned().unwrap_or(Val::Unknown),
+        }
+    }
+}

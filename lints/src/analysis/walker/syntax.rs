@@ -1,0 +1,246 @@
+//! Questions answered by the syntax alone: what an expression starts from,
+//! whether it is a part of a tensor, a periodic guard, a request loop.
+
+use super::*;
+
+pub(super) fn type_name(ty: &Type) -> Option<String> {
+    match ty {
+        Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
+        Type::Reference(r) => type_name(&r.elem),
+        _ => None,
+    }
+}
+
+pub(super) fn path_has_segment(path: &syn::Path, name: &str) -> bool {
+    path.segments.iter().any(|s| s.ident == name)
+}
+
+pub(super) fn is_self(expr: &Expr) -> bool {
+    matches!(expr, Expr::Path(p) if p.path.is_ident("self"))
+}
+
+/// The local variable an expression starts from (`x` in `x.a.b()[i]`).
+pub(super) fn root_ident(expr: &Expr) -> Option<String> {
+    match expr {
+        Expr::Path(p) => p.path.get_ident().map(ToString::to_string),
+        Expr::Reference(r) => root_ident(&r.expr),
+        Expr::Paren(p) => root_ident(&p.expr),
+        Expr::Try(t) => root_ident(&t.expr),
+        Expr::Field(f) => root_ident(&f.base),
+        Expr::MethodCall(m) => root_ident(&m.receiver),
+        Expr::Index(i) => root_ident(&i.expr),
+        Expr::Unary(u) => root_ident(&u.expr),
+        Expr::Cast(c) => root_ident(&c.expr),
+        _ => None,
+    }
+}
+
+pub(super) fn strip_references(expr: &Expr) -> &Expr {
+    match expr {
+        Expr::Reference(r) => strip_references(&r.expr),
+        Expr::Paren(p) => strip_references(&p.expr),
+        other => other,
+    }
+}
+
+/// Whether an expression takes a part of a tensor (`t.get(i)`,
+/// `t.select(0, i)`, `t.i(..)`), possibly reshaped or unwrapped.
+pub(super) fn is_part(expr: &Expr) -> bool {
+    match expr {
+        Expr::Reference(r) => is_part(&r.expr),
+        Expr::Paren(p) => is_part(&p.expr),
+        Expr::Try(t) => is_part(&t.expr),
+        Expr::MethodCall(m) => match m.method.to_string().as_str() {
+            "get" | "select" | "i" | "narrow" | "slice" | "index" | "index_select" | "f_get"
+            | "f_select" | "f_narrow" => !m.args.is_empty(),
+            "unwrap" | "expect" | "clone" | "shallow_clone" | "as_ref" | "to_kind"
+            | "contiguous" | "view" | "reshape" | "flatten" | "squeeze" | "squeeze_dim"
+            | "unsqueeze" | "detach" | "copy" | "view_" => is_part(&m.receiver),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// `f64::from(x.abs().max())`: an argument ending in a reduction with no
+/// arguments, which on anything but a tensor would not convert to a scalar.
+pub(super) fn ends_in_reduction(expr: &Expr) -> bool {
+    match expr {
+        Expr::Reference(r) => ends_in_reduction(&r.expr),
+        Expr::Paren(p) => ends_in_reduction(&p.expr),
+        Expr::MethodCall(m) => {
+            m.args.is_empty()
+                && matches!(
+                    m.method.to_string().as_str(),
+                    "max" | "min" | "sum" | "mean" | "any" | "all" | "norm" | "amax" | "amin"
+                )
+        }
+        _ => false,
+    }
+}
+
+/// Whether a loop's condition or iterable takes the next request
+/// (`receiver.recv()`, `listener.incoming()`).
+pub(super) fn drives_requests(expr: &Expr) -> bool {
+    match expr {
+        Expr::MethodCall(m) => {
+            is_request_source(&m.method.to_string()) || drives_requests(&m.receiver)
+        }
+        Expr::Let(l) => drives_requests(&l.expr),
+        Expr::Await(a) => drives_requests(&a.base),
+        Expr::Try(t) => drives_requests(&t.expr),
+        Expr::Paren(p) => drives_requests(&p.expr),
+        Expr::Reference(r) => drives_requests(&r.expr),
+        _ => false,
+    }
+}
+
+/// The attributes written on an expression statement.
+pub(super) fn expr_attrs(expr: &Expr) -> &[Attribute] {
+    match expr {
+        Expr::Block(e) => &e.attrs,
+        Expr::Call(e) => &e.attrs,
+        Expr::MethodCall(e) => &e.attrs,
+        Expr::ForLoop(e) => &e.attrs,
+        Expr::While(e) => &e.attrs,
+        Expr::Loop(e) => &e.attrs,
+        Expr::If(e) => &e.attrs,
+        Expr::Match(e) => &e.attrs,
+        Expr::Macro(e) => &e.attrs,
+        Expr::Assign(e) => &e.attrs,
+        Expr::Binary(e) => &e.attrs,
+        Expr::Unsafe(e) => &e.attrs,
+        _ => &[],
+    }
+}
+
+/// `step % 100 == 0`, `(i + 1) % log_every == 0`, `step.is_multiple_of(10)`,
+/// `let Some(0) = every.map(|n| step % n)`, possibly combined with `&&`.
+pub(super) fn is_periodic(cond: &Expr) -> bool {
+    fn is_rem(e: &Expr) -> bool {
+        match e {
+            Expr::Binary(b) => matches!(b.op, BinOp::Rem(_)),
+            Expr::Paren(p) => is_rem(&p.expr),
+            _ => false,
+        }
+    }
+    fn holds_rem(e: &Expr) -> bool {
+        match e {
+            Expr::Binary(b) => {
+                matches!(b.op, BinOp::Rem(_)) || holds_rem(&b.left) || holds_rem(&b.right)
+            }
+            Expr::Paren(p) => holds_rem(&p.expr),
+            Expr::MethodCall(m) => {
+                m.method == "rem_euclid" || holds_rem(&m.receiver) || m.args.iter().any(holds_rem)
+            }
+            Expr::Closure(c) => holds_rem(&c.body),
+            _ => false,
+        }
+    }
+    fn is_zero(p: &Pat) -> bool {
+        match p {
+            Pat::Lit(l) => matches!(&l.lit, syn::Lit::Int(i) if i.base10_digits() == "0"),
+            Pat::TupleStruct(ts) => ts.elems.len() == 1 && ts.elems.first().is_some_and(is_zero),
+            Pat::Paren(p) => is_zero(&p.pat),
+            _ => false,
+        }
+    }
+    match cond {
+        Expr::Binary(b) => match b.op {
+            BinOp::Eq(_) => is_rem(&b.left) || is_rem(&b.right),
+            BinOp::And(_) => is_periodic(&b.left) || is_periodic(&b.right),
+            _ => false,
+        },
+        Expr::MethodCall(m) => m.method == "is_multiple_of",
+        Expr::Paren(p) => is_periodic(&p.expr),
+        Expr::Let(l) => is_zero(&l.pat) && holds_rem(&l.expr),
+        _ => false,
+    }
+}
+
+/// If a `for` loop's iterable is `t.iter::<T>()` (possibly unwrapped), the
+/// start of that method name.
+pub(super) fn driving_tensor_iter(iterable: &Expr) -> Option<(usize, usize)> {
+    match iterable {
+        Expr::MethodCall(m) if m.method == "iter" && m.turbofish.is_some() => {
+            let start = m.method.span().start();
+            Some((start.line, start.column + 1))
+        }
+        Expr::MethodCall(m)
+            if TRANSPARENT.contains(&m.method.to_string().as_str())
+                || SAME_ELEMENTS.contains(&m.method.to_string().as_str())
+                || m.method == "enumerate" =>
+        {
+            driving_tensor_iter(&m.receiver)
+        }
+        Expr::Try(t) => driving_tensor_iter(&t.expr),
+        Expr::Paren(p) => driving_tensor_iter(&p.expr),
+        _ => None,
+    }
+}
+
+/// The span of an expression's first token, found without building its
+/// token stream (which `Spanned` would do, at a cost linear in its size).
+pub(crate) fn first_span(expr: &Expr) -> Span {
+    match expr {
+        Expr::MethodCall(m) => first_span(&m.receiver),
+        Expr::Binary(b) => first_span(&b.left),
+        Expr::Call(c) => first_span(&c.func),
+        Expr::Field(f) => first_span(&f.base),
+        Expr::Index(i) => first_span(&i.expr),
+        Expr::Try(t) => first_span(&t.expr),
+        Expr::Await(a) => first_span(&a.base),
+        Expr::Cast(c) => first_span(&c.expr),
+        Expr::Assign(a) => first_span(&a.left),
+        Expr::Path(p) => match (&p.qself, &p.path.leading_colon, p.path.segments.first()) {
+            (Some(q), _, _) => q.lt_token.span,
+            (None, Some(colon), _) => colon.spans[0],
+            (None, None, Some(s)) => s.ident.span(),
+            _ => Span::call_site(),
+        },
+        Expr::Lit(l) => l.lit.span(),
+        Expr::Macro(m) => m
+            .mac
+            .path
+            .segments
+            .first()
+            .map_or_else(Span::call_site, |s| s.ident.span()),
+        Expr::If(i) => i.if_token.span,
+        Expr::ForLoop(f) => f
+            .label
+            .as_ref()
+            .map_or(f.for_token.span, |l| l.name.apostrophe),
+        Expr::While(w) => w
+            .label
+            .as_ref()
+            .map_or(w.while_token.span, |l| l.name.apostrophe),
+        Expr::Loop(l) => l
+            .label
+            .as_ref()
+            .map_or(l.loop_token.span, |l| l.name.apostrophe),
+        Expr::Match(m) => m.match_token.span,
+        Expr::Block(b) => b
+            .label
+            .as_ref()
+            .map_or(b.block.brace_token.span.open(), |l| l.name.apostrophe),
+        Expr::Unsafe(u) => u.unsafe_token.span,
+        Expr::Paren(p) => p.paren_token.span.open(),
+        Expr::Tuple(t) => t.paren_token.span.open(),
+        Expr::Array(a) => a.bracket_token.span.open(),
+        Expr::Reference(r) => r.and_token.span,
+        Expr::Return(r) => r.return_token.span,
+        Expr::Break(b) => b.break_token.span,
+        Expr::Let(l) => l.let_token.span,
+        Expr::Struct(s) => s
+            .path
+            .segments
+            .first()
+            .map_or_else(Span::call_site, |s| s.ident.span()),
+        Expr::Range(r) => r
+            .start
+            .as_deref()
+            .map_or_else(|| r.limits.span(), first_span),
+        Expr::Group(g) => first_span(&g.expr),
+        other => other.span(),
+    }
+}
