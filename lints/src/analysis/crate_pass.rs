@@ -14,7 +14,7 @@
 //! that name unless the standard library or tch also uses it; a call counts
 //! as syncing only if every candidate syncs.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 
 use super::facts::{
@@ -31,7 +31,7 @@ mod placement;
 
 pub(crate) use levels::LoopLevels;
 pub(crate) use placement::substitute;
-use placement::{holds_param, Env, PlaceKey};
+use placement::{holds_param, PlaceKey};
 
 /// A function: (file index within the workspace, function index within the file).
 pub(crate) type FnId = (usize, usize);
@@ -219,6 +219,8 @@ pub(crate) struct CrateIndex<'a> {
     callers: RefCell<Option<Callers>>,
     places: RefCell<HashMap<PlaceKey, bool>>,
     visiting: RefCell<HashSet<PlaceKey>>,
+    /// What is left of the current placement question's budget.
+    budget: Cell<usize>,
 }
 
 impl<'a> CrateIndex<'a> {
@@ -287,6 +289,7 @@ impl<'a> CrateIndex<'a> {
             callers: RefCell::new(None),
             places: RefCell::new(HashMap::new()),
             visiting: RefCell::new(HashSet::new()),
+            budget: Cell::new(0),
         }
     }
 
@@ -739,7 +742,7 @@ impl<'a> CrateIndex<'a> {
                     continue;
                 }
                 // Only parameters are left open: everything else is decided now.
-                let condition = self.settle(&site.place, file_index, function);
+                let condition = self.settle(&site.place, file_index);
                 if condition == Place::Cpu {
                     continue;
                 }
@@ -779,7 +782,7 @@ impl<'a> CrateIndex<'a> {
                 let Some(chain) = self.chain_through(&summary.syncs, *file, call, callees) else {
                     continue;
                 };
-                let condition = self.settle(&chain.condition, *file, caller.1);
+                let condition = self.settle(&chain.condition, *file);
                 if condition == Place::Cpu {
                     continue;
                 }
@@ -795,7 +798,7 @@ impl<'a> CrateIndex<'a> {
     /// Decides the parts of a place that do not depend on the function's
     /// parameters: `Cpu` if they put it on the CPU, else the parameter
     /// conditions alone (`Device` if there are none).
-    fn settle(&self, place: &Place, file: usize, function: usize) -> Place {
+    fn settle(&self, place: &Place, file: usize) -> Place {
         let Place::CpuIf(refs) = place else {
             return place.clone();
         };
@@ -803,11 +806,10 @@ impl<'a> CrateIndex<'a> {
         for reference in refs {
             if holds_param(reference) {
                 params.push(reference.clone());
-            } else if self.ref_cpu(reference, file, &Env::In(None), 0) {
+            } else if self.is_cpu(&Place::of(reference.clone()), file, None) {
                 return Place::Cpu;
             }
         }
-        let _ = function;
         if params.is_empty() {
             Place::Device
         } else {

@@ -6,6 +6,9 @@
 
 use super::*;
 
+/// Place references one question may look at before giving up.
+const PLACE_BUDGET: usize = 20_000;
+
 /// Placement questions answered once.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) enum PlaceKey {
@@ -28,6 +31,7 @@ impl CrateIndex<'_> {
     /// Whether a place is on the CPU, for code in `function` of `file`.
     pub(crate) fn is_cpu(&self, place: &Place, file: usize, function: Option<usize>) -> bool {
         let env = Env::In(function.map(|f| (file, f)));
+        self.budget.set(PLACE_BUDGET);
         self.place_cpu(place, file, &env, 0)
     }
 
@@ -54,6 +58,13 @@ impl CrateIndex<'_> {
         env: &Env<'_>,
         depth: usize,
     ) -> bool {
+        // Generated or hostile code can nest calls wide and deep; past the
+        // budget a value counts as possibly on a device.
+        let left = self.budget.get();
+        if left == 0 {
+            return false;
+        }
+        self.budget.set(left - 1);
         let from = Some(self.files[file].unit);
         match reference {
             PlaceRef::Param(i) => match env {
