@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 fn main() {
     println!("cargo:rerun-if-changed=shim/devcheck_shim.cpp");
     println!("cargo:rerun-if-changed=shim/devcheck_shim.h");
+    println!("cargo:rerun-if-changed=shim/observer.cpp");
+    println!("cargo:rerun-if-changed=shim/random.cpp");
+    println!("cargo:rerun-if-changed=shim/guarded.h");
     println!("cargo:rerun-if-env-changed=LIBTORCH_CXX11_ABI");
     println!("cargo:rerun-if-changed=Cargo.toml");
     println!(
@@ -28,7 +31,12 @@ fn main() {
         .pic(true)
         .std("c++17")
         .file("shim/devcheck_shim.cpp")
+        .file("shim/observer.cpp")
+        .file("shim/random.cpp")
         .include("shim")
+        // As libtorch's release wheels are built: without it an inline debug
+        // assert in record_function.h fires on `RecordFunction::inputs()`.
+        .define("NDEBUG", None)
         // libtorch's headers are not ours to keep warning-free.
         .flag("-isystem")
         .flag(root.join("include").to_str().expect("utf-8 libtorch path"))

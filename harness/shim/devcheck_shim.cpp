@@ -8,6 +8,7 @@
 // `at::getAccelerator()` aborts the process on a machine whose libtorch has
 // CUDA but whose host has no driver.
 #include "devcheck_shim.h"
+#include "guarded.h"
 
 #include <ATen/Context.h>
 #include <ATen/detail/CUDAHooksInterface.h>
@@ -35,29 +36,7 @@
 
 namespace {
 
-char* error_copy(const std::string& message) {
-  char* out = static_cast<char*>(std::malloc(message.size() + 1));
-  if (out != nullptr) {
-    std::memcpy(out, message.c_str(), message.size() + 1);
-  }
-  return out;
-}
-
-// Runs `body`, turning every exception into an error string: a C++ exception
-// must never unwind into Rust.
-template <typename F>
-char* guarded(F&& body) {
-  try {
-    body();
-    return nullptr;
-  } catch (const c10::Error& e) {
-    return error_copy(e.what_without_backtrace());
-  } catch (const std::exception& e) {
-    return error_copy(e.what());
-  } catch (...) {
-    return error_copy("unknown C++ exception in libtorch");
-  }
-}
+using devcheck_shim::guarded;
 
 bool cuda_available() {
   return at::detail::getCUDAHooks().isAvailable();

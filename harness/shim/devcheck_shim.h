@@ -11,7 +11,7 @@ extern "C" {
 #endif
 
 // Device types as devcheck numbers them (not c10's numbering).
-enum { DC_CPU = 0, DC_CUDA = 1, DC_MPS = 2 };
+enum { DC_CPU = 0, DC_CUDA = 1, DC_MPS = 2, DC_OTHER_DEVICE = 3 };
 
 typedef struct {
   int built;         // compiled into the loaded libtorch
@@ -79,6 +79,74 @@ char* dc_tensor_memory_begin(void** out);
 void dc_tensor_memory_read(void* tracker, int device_type, int64_t* current, int64_t* peak);
 void dc_tensor_memory_reset_peak(void* tracker);
 void dc_tensor_memory_end(void* tracker);
+
+// The op observer (shim/observer.cpp): a RecordFunction callback on this thread
+// (and the autograd threads that work for it) recording every op of a step.
+typedef struct {
+  int device_type;      // the device the step is meant to run on
+  int device_index;
+  int scalar_type;      // its floating dtype, as c10::ScalarType numbers it
+  size_t max_records;   // records kept at most (0: 4,000,000); later ops are counted as truncated
+  size_t max_frames;    // native frames per captured stack (0: 64)
+} dc_observer_config;
+
+// Record flags.
+enum {
+  DC_OP_BACKWARD_NODE = 1,   // an autograd node (RecordScope::BACKWARD_FUNCTION)
+  DC_OP_MISPLACED_ARG = 2,   // a tensor argument on another device, or in another floating dtype
+  DC_OP_NO_OUTPUT_SIZE = 4,  // repeat_interleave without output_size (reads the repeats on the host)
+  DC_OP_HISTC_SYNCS = 8,     // histc with min == max (reads the range on the host)
+};
+
+// One op, in the order ops started. Indexes refer to the tables of the view.
+typedef struct {
+  uint32_t name;              // index of its name (dc_observer_name)
+  int32_t parent;             // the enclosing op on the same thread, -1 at the top
+  int32_t depth;              // nesting depth on its thread
+  uint32_t thread;            // 0: the observing thread; 1, 2, …: others, in order seen
+  uint32_t flags;             // DC_OP_* bits
+  int32_t target_device_type; // the type of a Device argument (to, _to_copy), -1 if none
+  uint32_t args_begin, args_end;      // its tensor arguments
+  uint32_t frames_begin, frames_end;  // its native stack, captured for top-level ops that matter
+} dc_op_record;
+
+// One tensor argument of an op.
+typedef struct {
+  int16_t device_type;   // DC_CPU, DC_CUDA, DC_MPS or DC_OTHER_DEVICE
+  int16_t device_index;
+  int16_t scalar_type;   // c10::ScalarType
+  uint16_t position;     // argument position (tensors of a list share it)
+  int32_t dim;
+  uint32_t sizes_begin;  // dim sizes from here in the sizes table (UINT32_MAX: not kept)
+  const void* storage;   // identity of its storage, for provenance within the step
+} dc_op_arg;
+
+typedef struct {
+  const dc_op_record* records;
+  size_t record_count;
+  const dc_op_arg* args;
+  size_t arg_count;
+  const int64_t* sizes;
+  size_t size_count;
+  const void* const* frames;  // return addresses
+  size_t frame_count;
+  size_t name_count;
+  int truncated;              // more ops ran than max_records
+  const char* error;          // a failure inside the callback, or NULL
+} dc_observer_view_t;
+
+// The same random numbers on every device (shim/random.cpp): until
+// dc_host_random_end, the random kernels of this device type (DC_CUDA, DC_MPS)
+// draw on the CPU from the CPU's default generator, as a CPU run does.
+char* dc_host_random_begin(int device_type, void** out);
+void dc_host_random_end(void* state);
+
+char* dc_observer_begin(const dc_observer_config* config, void** out);
+// Removes the callback; the recording stays readable until dc_observer_free.
+char* dc_observer_end(void* observer);
+void dc_observer_view(void* observer, dc_observer_view_t* out);
+const char* dc_observer_name(void* observer, size_t i);
+void dc_observer_free(void* observer);
 
 #ifdef __cplusplus
 }

@@ -65,6 +65,27 @@ pub fn is_floating(kind: Kind) -> bool {
     )
 }
 
+/// PyTorch's name for a dtype (`float32`, `int64`).
+pub fn kind_name(kind: Kind) -> &'static str {
+    use tch::Kind::*;
+    match kind {
+        Uint8 => "uint8",
+        Int8 => "int8",
+        Int16 => "int16",
+        Int => "int32",
+        Int64 => "int64",
+        Half => "float16",
+        Float => "float32",
+        Double => "float64",
+        ComplexHalf => "complex32",
+        ComplexFloat => "complex64",
+        ComplexDouble => "complex128",
+        Bool => "bool",
+        BFloat16 => "bfloat16",
+        _ => "other",
+    }
+}
+
 /// What one training step produced.
 pub struct StepOutput {
     /// The model's outputs (logits, predictions), named.
@@ -88,6 +109,17 @@ pub trait Model {
 pub type BuildFn = dyn Fn(&VarStore) -> Result<Box<dyn Model>, TchError> + Send + Sync;
 /// Makes the batch of a step, on the CPU, floating tensors in float64.
 pub type BatchFn = dyn Fn(u64) -> Result<Batch, TchError> + Send + Sync;
+/// Makes the batch of a step at a batch multiplier (`--batch-multiplier`, sweeps).
+pub type ScaledBatchFn = dyn Fn(u64, i64) -> Result<Batch, TchError> + Send + Sync;
+
+/// How a case makes its batches.
+#[derive(Clone)]
+pub(crate) enum Batches {
+    /// At its own size; devcheck repeats them to scale.
+    Fixed(Arc<BatchFn>),
+    /// At any multiple of its own size, made by the case.
+    Scaled(Arc<ScaledBatchFn>),
+}
 
 /// A tolerance for tensors whose name contains `pattern`.
 #[derive(Debug, Clone, PartialEq)]
@@ -134,9 +166,10 @@ pub struct Case {
     pub(crate) name: String,
     pub(crate) description: String,
     pub(crate) kind: Kind,
+    pub(crate) reference_kind: Kind,
     pub(crate) seed: i64,
     pub(crate) build: Arc<BuildFn>,
-    pub(crate) batch: Arc<BatchFn>,
+    pub(crate) batch: Batches,
     pub(crate) tolerance: Option<Tolerance>,
     pub(crate) tensor_tolerances: Vec<TensorTolerance>,
     pub(crate) tolerance_reason: Option<String>,
@@ -160,9 +193,10 @@ impl Case {
             name: name.into(),
             description: String::new(),
             kind: Kind::Float,
+            reference_kind: Kind::Double,
             seed: 0,
             build: Arc::new(build),
-            batch: Arc::new(batch),
+            batch: Batches::Fixed(Arc::new(batch)),
             tolerance: None,
             tensor_tolerances: Vec::new(),
             tolerance_reason: None,
@@ -198,11 +232,26 @@ impl Case {
             .map(|(i, kind)| {
                 let mut case = self.clone().dtype(*kind);
                 if i > 0 {
-                    case.name = format!("{}-{}", self.name, crate::placement::kind_name(*kind));
+                    case.name = format!("{}-{}", self.name, kind_name(*kind));
                 }
                 case
             })
             .collect()
+    }
+
+    /// The dtype of the tolerance check's CPU reference run (default float64).
+    ///
+    /// A step that makes tensors of the case's dtype itself (tch's `onehot` is
+    /// always float32) cannot run in float64; with the reference in the case's
+    /// own dtype, accelerators are compared with the CPU in that dtype.
+    pub fn reference_dtype(mut self, kind: Kind) -> Self {
+        self.reference_kind = kind;
+        self
+    }
+
+    /// The dtype of the tolerance check's reference run.
+    pub fn reference_kind(&self) -> Kind {
+        self.reference_kind
     }
 
     /// The seed for initial weights and batches (default 0).
@@ -258,8 +307,54 @@ impl Case {
         self
     }
 
-    /// Repeats every batch `times` along its first dimension: the same case, made
-    /// heavier, so that a step becomes bound by the device rather than the host.
+    /// Makes batches at any multiple of the case's own size: `batch(step,
+    /// multiplier)` replaces the batch function given to [`Case::new`], and
+    /// `--batch-multiplier` and sweeps ask it for bigger batches instead of
+    /// repeating the case's own (for a step whose shapes follow its batch).
+    pub fn scaled_batches(
+        mut self,
+        batch: impl Fn(u64, i64) -> Result<Batch, TchError> + Send + Sync + 'static,
+    ) -> Self {
+        self.batch = Batches::Scaled(Arc::new(batch));
+        self
+    }
+
+    /// The batch multiplier the case runs at (1: its own batches).
+    pub fn batch_multiplier_in_use(&self) -> i64 {
+        self.batch_multiplier
+    }
+
+    /// The step's batch size at the case's multiplier (the first dimension of its
+    /// first batch tensor), where it has one.
+    pub fn batch_size(&self) -> Option<i64> {
+        let batch = self.make_batch(0).ok()?;
+        batch.tensors.first()?.1.size().first().copied()
+    }
+
+    /// Makes the batch of `step` at the case's multiplier, on the CPU.
+    pub(crate) fn make_batch(&self, step: u64) -> Result<Batch, TchError> {
+        match &self.batch {
+            Batches::Scaled(batch) => batch(step, self.batch_multiplier),
+            Batches::Fixed(batch) => {
+                let mut made = batch(step)?;
+                if self.batch_multiplier > 1 {
+                    for (_, tensor) in &mut made.tensors {
+                        if tensor.dim() > 0 {
+                            let mut repeats = vec![1i64; tensor.dim()];
+                            repeats[0] = self.batch_multiplier;
+                            *tensor = tensor.f_repeat(&repeats)?;
+                        }
+                    }
+                }
+                Ok(made)
+            }
+        }
+    }
+
+    /// Repeats every batch `times` along its first dimension (or, with
+    /// [`Case::scaled_batches`], asks the case for batches `times` as big): the
+    /// same case, made heavier, so that a step becomes bound by the device
+    /// rather than the host.
     pub fn batch_multiplier(mut self, times: i64) -> Self {
         self.batch_multiplier = times.max(1);
         self
@@ -305,12 +400,17 @@ impl Case {
 
     /// The tolerance for one tensor: per-tensor override, case override, or the dtype default.
     pub fn tolerance_for(&self, tensor: &str, actual: Kind, expected: Kind) -> Tolerance {
+        self.tolerance_override(tensor)
+            .unwrap_or_else(|| Tolerance::for_pair(actual, expected))
+    }
+
+    /// The case's own tolerance for one tensor, if it set one (per tensor, else for the case).
+    pub fn tolerance_override(&self, tensor: &str) -> Option<Tolerance> {
         self.tensor_tolerances
             .iter()
             .find(|t| tensor.contains(&t.pattern))
             .map(|t| t.tolerance)
             .or(self.tolerance)
-            .unwrap_or_else(|| Tolerance::for_pair(actual, expected))
     }
 
     /// What is wrong with a case's settings, one line per problem (empty: fine).

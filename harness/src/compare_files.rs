@@ -89,7 +89,7 @@ pub fn compare_dumps(
                 .expect("named by one of the files");
             let mut result = TensorResult {
                 name: name.to_owned(),
-                dtype: crate::placement::kind_name(shown.kind()).to_owned(),
+                dtype: crate::case::kind_name(shown.kind()).to_owned(),
                 shape: shown.size(),
                 passed: false,
                 comparison: None,

@@ -258,7 +258,7 @@ pub fn write_trajectory(
     if let Ok(version) = crate::environment::Environment::collect().map(|e| e.libtorch_version) {
         metadata.insert("devcheck.torch".to_owned(), version);
     }
-    if let Some(commit) = crate::runner::git_commit() {
+    if let Some(commit) = crate::environment::git_commit() {
         metadata.insert("devcheck.commit".to_owned(), commit);
     }
     write(&path, &tensors, &metadata)?;

@@ -329,6 +329,19 @@ fn running_under_rosetta() -> bool {
     false
 }
 
+/// The commit under test: `DEVCHECK_GIT_COMMIT`, else `git rev-parse HEAD` here.
+pub(crate) fn git_commit() -> Option<String> {
+    if let Ok(commit) = std::env::var("DEVCHECK_GIT_COMMIT") {
+        return Some(commit);
+    }
+    let output = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .ok()?;
+    let commit = String::from_utf8(output.stdout).ok()?.trim().to_owned();
+    (output.status.success() && !commit.is_empty()).then_some(commit)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,6 +11,9 @@ pub enum TrialError {
     /// A shim call failed.
     #[error("{0}")]
     Shim(#[from] ShimError),
+    /// The op observer failed.
+    #[error("{0}")]
+    Observer(#[from] crate::observer::ObserverError),
     /// The case itself is inconsistent.
     #[error("{0}")]
     Case(String),

@@ -4,36 +4,33 @@
 //! really run where I think, agree with the CPU, get timed honestly, avoid hidden
 //! host syncs and operator fallbacks, and keep its memory flat? The facilities tch
 //! lacks (device synchronize, allocator statistics, device events, CUDA
-//! sync-debug mode, warning capture) come from a small C++ shim in [`shim`].
+//! sync-debug mode, warning capture, the op observer) come from a small C++ shim
+//! in [`shim`]; [`observer`] watches every op a step runs, on every device.
 
 pub mod case;
 pub mod cases;
 mod cause;
-pub mod check;
+pub mod checks;
 pub mod compare;
 pub mod compare_files;
 pub mod device;
 pub mod dump;
 pub mod environment;
 mod error;
-pub mod fallback;
 pub mod files;
-pub mod memory;
+pub mod observer;
 pub mod optim;
-pub mod placement;
 pub mod readbacks;
 pub mod report;
 pub mod runner;
 pub mod shim;
 pub mod sweep;
-pub mod timing;
-pub mod tolerance;
 mod trainer;
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 pub use case::{Batch, Case, Fault, MemoryLimits, Model, StepOutput};
-pub use check::Check;
+pub use checks::{Check, Verdict};
 pub use device::{DeviceSlot, DeviceSpec, UnknownDevice};
 pub use environment::Environment;
 pub use error::TrialError;
@@ -47,4 +44,12 @@ pub use shim::{Backend, CudaLibrary, ShimError};
 pub fn init() -> Result<CudaLibrary, ShimError> {
     static STATE: OnceLock<Result<CudaLibrary, ShimError>> = OnceLock::new();
     STATE.get_or_init(shim::ensure_cuda_loaded).clone()
+}
+
+/// Locks a mutex, taking it over if a panicking thread poisoned it: a trial
+/// that panics must not take its siblings down.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }

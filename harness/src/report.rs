@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::check::Check;
+use crate::checks::Check;
 use crate::environment::Environment;
 
 /// Version of the report's JSON layout.
@@ -74,6 +74,15 @@ pub struct Totals {
     pub ignored: usize,
 }
 
+/// A device this machine has (or names) but cannot run, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceNotRun {
+    /// The device (`cuda:0`, `mps`).
+    pub device: String,
+    /// Why it cannot run here.
+    pub reason: String,
+}
+
 /// How a run was cut short.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Interruption {
@@ -97,6 +106,9 @@ pub struct Report {
     /// partitions and machines can be checked to be of the same cases.
     #[serde(default)]
     pub cases: Vec<String>,
+    /// Devices this machine could not run, whatever the filter.
+    #[serde(default)]
+    pub devices_not_run: Vec<DeviceNotRun>,
     /// Where it ran.
     pub environment: RunEnvironment,
     /// Totals over `trials`.
@@ -113,6 +125,7 @@ impl Report {
             complete: false,
             interrupted: None,
             cases: Vec::new(),
+            devices_not_run: Vec::new(),
             environment,
             totals: Totals::default(),
             trials: Vec::new(),

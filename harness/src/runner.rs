@@ -6,22 +6,22 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use libtest_mimic::{Arguments, Completion, Trial};
 use serde_json::json;
 
-use crate::case::{Case, Named};
-use crate::check::{Check, Verdict};
+use crate::case::{kind_name, Case};
+use crate::checks::state::CaseState;
+pub use crate::checks::state::DEFAULT_TRIAL_TIMEOUT;
+use crate::checks::timing::TimingBudget;
+use crate::checks::Check;
 use crate::device::{self, DeviceSlot, DeviceSpec};
-use crate::environment::Environment;
-use crate::error::TrialError;
-use crate::placement::kind_name;
-use crate::report::{Interruption, Outcome, Report, RunEnvironment, TrialRecord};
-use crate::timing::TimingBudget;
-use crate::tolerance::{self, Trajectory};
-use crate::{fallback, memory, placement, readbacks, shim, timing};
+use crate::environment::{git_commit, Environment};
+use crate::lock;
+use crate::report::{DeviceNotRun, Interruption, Outcome, Report, RunEnvironment, TrialRecord};
+use crate::shim;
 
 /// The runner's own options; everything else goes to libtest-mimic.
 #[derive(Debug, Clone, Default)]
@@ -32,8 +32,12 @@ pub struct Options {
     pub faults: bool,
     /// Directory of the reviewed readback snapshots (also `DEVCHECK_SNAPSHOTS`).
     pub snapshots: Option<PathBuf>,
-    /// Only these devices (default: every device found).
+    /// Only these devices (default: every device found); each must be able to
+    /// run here, or nothing runs (also `DEVCHECK_DEVICES`, comma-separated).
     pub devices: Option<Vec<DeviceSpec>>,
+    /// Devices that must be able to run here, without restricting the run to
+    /// them (also `DEVCHECK_REQUIRE_DEVICES`): for CI jobs that must not skip.
+    pub required_devices: Vec<DeviceSpec>,
     /// Timing budget per timing trial.
     pub timing: TimingBudget,
     /// Repeat every batch this many times along its first dimension (1: as the case says).
@@ -64,8 +68,24 @@ pub enum NoTests {
     Pass,
 }
 
-/// The default per-trial time limit.
-pub const DEFAULT_TRIAL_TIMEOUT: Duration = Duration::from_secs(300);
+/// What `Options::parse` returns for `--devcheck-help`: print [`USAGE`], exit 0.
+pub const HELP_REQUESTED: &str = "--devcheck-help";
+
+/// A comma-separated device list from the environment, if set.
+fn device_list(variable: &str) -> Result<Option<Vec<DeviceSpec>>, String> {
+    match std::env::var(variable) {
+        Ok(text) if !text.trim().is_empty() => text
+            .split(',')
+            .map(|d| {
+                d.trim()
+                    .parse::<DeviceSpec>()
+                    .map_err(|e| format!("{variable}: {e}"))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
+        _ => Ok(None),
+    }
+}
 
 fn parse_seconds(flag: &str, text: &str) -> Result<Duration, String> {
     text.parse::<f64>()
@@ -75,16 +95,17 @@ fn parse_seconds(flag: &str, text: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("`{flag}` takes a number of seconds greater than 0, got `{text}`"))
 }
 
-const USAGE: &str = "devcheck options (before or among the libtest options):
+/// devcheck's own options, as `--devcheck-help` prints them.
+pub const USAGE: &str = "devcheck options (before or among the libtest options):
   --report PATH     write the JSON report here (env DEVCHECK_REPORT)
-  --faults          include the planted-fault cases
-  --snapshots DIR   directory of the reviewed readback snapshots (env DEVCHECK_SNAPSHOTS)
-  --device D        run only on device D (cpu, cuda:N, mps); repeatable
   --report-dir DIR  write the report as DIR/<host>-<pid>.json, a file per process,
                     for cargo-nextest (env DEVCHECK_REPORT_DIR); join with `cargo xtask merge`
   --faults          include the planted-fault cases
   --snapshots DIR   directory of the reviewed readback snapshots (env DEVCHECK_SNAPSHOTS)
-  --device D        run only on device D (cpu, cuda:N, mps); repeatable
+  --device D        run only on device D (cpu, cuda:N, mps); repeatable; a device that
+                    cannot run here stops the run with exit code 2 (env DEVCHECK_DEVICES=a,b)
+  --require-device D  fail with exit code 2 unless D can run here, still running every
+                    device found; repeatable (env DEVCHECK_REQUIRE_DEVICES=a,b)
   --timing-ms N     time budget of each timing trial in milliseconds (default 1500)
   --batch-multiplier N  repeat every batch N times along its first dimension
   --trial-timeout S fail a trial still running after S seconds as hung (default 300;
@@ -104,9 +125,12 @@ impl Options {
                 Ok(text) => Some(parse_seconds("DEVCHECK_TRIAL_TIMEOUT", &text)?),
                 Err(_) => None,
             },
+            devices: device_list("DEVCHECK_DEVICES")?,
+            required_devices: device_list("DEVCHECK_REQUIRE_DEVICES")?.unwrap_or_default(),
             ..Options::default()
         };
         let mut rest = Vec::new();
+        let mut from_command_line_devices = false;
         let mut iter = args.iter();
         while let Some(arg) = iter.next() {
             let (flag, inline) = match arg.split_once('=') {
@@ -130,7 +154,18 @@ impl Options {
                     let device = value("--device")?
                         .parse::<DeviceSpec>()
                         .map_err(|e| e.to_string())?;
+                    if !from_command_line_devices {
+                        // The command line replaces the environment's list.
+                        options.devices = None;
+                        from_command_line_devices = true;
+                    }
                     options.devices.get_or_insert_with(Vec::new).push(device);
+                }
+                "--require-device" => {
+                    let device = value("--require-device")?
+                        .parse::<DeviceSpec>()
+                        .map_err(|e| e.to_string())?;
+                    options.required_devices.push(device);
                 }
                 "--timing-ms" => {
                     let text = value("--timing-ms")?;
@@ -169,7 +204,7 @@ impl Options {
                         }
                     };
                 }
-                "--devcheck-help" => return Err(USAGE.to_owned()),
+                "--devcheck-help" => return Err(HELP_REQUESTED.to_owned()),
                 _ => rest.push(arg.clone()),
             }
         }
@@ -184,126 +219,6 @@ impl Options {
             return Some(dir.join(format!("{host}-{}.json", std::process::id())));
         }
         self.report.clone()
-    }
-}
-
-/// What the trials of one case share: its initial weights and reference runs,
-/// computed once by whichever trial needs them first.
-pub struct CaseState {
-    case: Case,
-    weights: Mutex<Option<Result<Named, String>>>,
-    reference: Mutex<Option<Result<Trajectory, String>>>,
-    cpu_same_dtype: Mutex<Option<Result<Trajectory, String>>>,
-    snapshots: Option<PathBuf>,
-    timing: TimingBudget,
-    time_limit: Duration,
-    dump: Option<PathBuf>,
-    /// The trial that hung, if one did: its thread still runs and may hold this state.
-    hung: Mutex<Option<String>>,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panicking trial must not take its siblings down with a poisoned lock.
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-fn shallow(named: &Named) -> Named {
-    named
-        .iter()
-        .map(|(n, t)| (n.clone(), t.shallow_clone()))
-        .collect()
-}
-
-fn cached<T>(
-    slot: &Mutex<Option<Result<T, String>>>,
-    make: impl FnOnce() -> Result<T, TrialError>,
-    copy: impl Fn(&T) -> T,
-) -> Result<T, TrialError> {
-    let mut guard = lock(slot);
-    if guard.is_none() {
-        *guard = Some(make().map_err(|e| e.to_string()));
-    }
-    match guard.as_ref().expect("filled above") {
-        Ok(value) => Ok(copy(value)),
-        Err(cause) => Err(TrialError::Case(cause.clone())),
-    }
-}
-
-impl CaseState {
-    /// Shared state for `case`.
-    pub fn new(case: Case, snapshots: Option<PathBuf>, timing: TimingBudget) -> Self {
-        let time_limit = case.trial_time_limit().unwrap_or(DEFAULT_TRIAL_TIMEOUT);
-        Self {
-            case,
-            weights: Mutex::new(None),
-            reference: Mutex::new(None),
-            cpu_same_dtype: Mutex::new(None),
-            snapshots,
-            timing,
-            time_limit,
-            dump: None,
-            hung: Mutex::new(None),
-        }
-    }
-
-    /// The runner's time limit, where the case sets none.
-    fn with_default_time_limit(mut self, limit: Option<Duration>) -> Self {
-        if self.case.trial_time_limit().is_none() {
-            self.time_limit = limit.unwrap_or(DEFAULT_TRIAL_TIMEOUT);
-        }
-        self
-    }
-
-    /// Saves each device's trajectory under `dir` (see [`Options::dump`]).
-    fn with_dump(mut self, dir: Option<PathBuf>) -> Self {
-        self.dump = dir;
-        self
-    }
-
-    /// Where the tolerance check saves trajectories, if it does.
-    pub fn dump_dir(&self) -> Option<&PathBuf> {
-        self.dump.as_ref()
-    }
-
-    /// The case's initial weights (made once).
-    pub fn weights(&self) -> Result<Named, TrialError> {
-        cached(
-            &self.weights,
-            || crate::trainer::initial_weights(&self.case),
-            shallow,
-        )
-    }
-
-    /// The float64 CPU trajectory (made once).
-    pub fn reference(&self) -> Result<Trajectory, TrialError> {
-        let weights = self.weights()?;
-        cached(
-            &self.reference,
-            || tolerance::trajectory(&self.case, DeviceSpec::Cpu, tch::Kind::Double, &weights),
-            |t| t.iter().map(shallow).collect(),
-        )
-    }
-
-    /// The CPU trajectory in the case's own dtype (made once).
-    pub fn cpu_same_dtype(&self) -> Result<Trajectory, TrialError> {
-        let weights = self.weights()?;
-        cached(
-            &self.cpu_same_dtype,
-            || tolerance::trajectory(&self.case, DeviceSpec::Cpu, self.case.kind(), &weights),
-            |t| t.iter().map(shallow).collect(),
-        )
-    }
-
-    /// Where the reviewed readback snapshots live, if anywhere.
-    pub fn snapshot_dir(&self) -> Option<&PathBuf> {
-        self.snapshots.as_ref()
-    }
-
-    /// The timing budget.
-    pub fn timing_budget(&self) -> TimingBudget {
-        self.timing
     }
 }
 
@@ -349,9 +264,10 @@ fn seconds(duration: Duration) -> String {
 /// that thread may still hold the case's shared state.
 fn execute_with_limit(state: &Arc<CaseState>, check: Check, device: DeviceSpec) -> TrialRecord {
     let started = Instant::now();
+    let case = state.case();
     let failed = |message: String| {
         record(
-            &state.case,
+            case,
             check,
             device,
             Outcome::Failed,
@@ -360,16 +276,19 @@ fn execute_with_limit(state: &Arc<CaseState>, check: Check, device: DeviceSpec) 
             elapsed_ms(started),
         )
     };
-    if let Some(hung) = lock(&state.hung).clone() {
+    if let Some(hung) = state.hung() {
         return failed(format!(
             "not run: `{hung}` of this case hung, and its thread may still hold the case"
         ));
+    }
+    if let Some(sentence) = state.scaling_failure() {
+        return failed(format!("not run: {sentence}"));
     }
     let (sender, receiver) = mpsc::channel();
     let worker = {
         let state = Arc::clone(state);
         std::thread::Builder::new()
-            .name(trial_name(&state.case, check, device))
+            .name(trial_name(state.case(), check, device))
             // As much stack as a main thread: autograd of deep models recurses.
             .stack_size(8 << 20)
             .spawn(move || {
@@ -379,14 +298,14 @@ fn execute_with_limit(state: &Arc<CaseState>, check: Check, device: DeviceSpec) 
     if let Err(error) = worker {
         return failed(format!("could not start the trial's thread: {error}"));
     }
-    match receiver.recv_timeout(state.time_limit) {
+    match receiver.recv_timeout(state.time_limit()) {
         Ok(record) => record,
         Err(RecvTimeoutError::Timeout) => {
-            *lock(&state.hung) = Some(trial_name(&state.case, check, device));
+            state.mark_hung(trial_name(case, check, device));
             failed(format!(
                 "timed out: still running after {}, the time limit (a hang?); \
                  raise it with `--trial-timeout` or `Case::time_limit`",
-                seconds(state.time_limit)
+                seconds(state.time_limit())
             ))
         }
         Err(RecvTimeoutError::Disconnected) => {
@@ -397,18 +316,11 @@ fn execute_with_limit(state: &Arc<CaseState>, check: Check, device: DeviceSpec) 
 
 /// Runs one trial to a record; never panics, whatever the case does.
 fn execute(state: &CaseState, check: Check, device: DeviceSpec) -> TrialRecord {
-    let case = &state.case;
+    let case = state.case();
     let started = Instant::now();
-    let result = crate::cause::quietly(|| -> Result<Verdict, TrialError> {
-        match check {
-            Check::Placement => placement::run(case, device, state),
-            Check::Tolerance => tolerance::run(case, device, state),
-            Check::Readbacks => readbacks::run(case, device, state),
-            Check::Timing => timing::run(case, device, state),
-            Check::Fallback => fallback::run(case, device, state),
-            Check::Memory => memory::run(case, device, state),
-        }
-    });
+    let result = crate::cause::quietly(|| crate::checks::run(check, state, device));
+    // A step that breaks only at a batch multiplier says so, once for the case.
+    let scaled = |cause: String| state.diagnose_scaling(device, &cause).unwrap_or(cause);
     let (outcome, message, metrics) = match result {
         Ok(Ok(verdict)) => (
             if verdict.passed {
@@ -419,8 +331,8 @@ fn execute(state: &CaseState, check: Check, device: DeviceSpec) -> TrialRecord {
             verdict.message,
             verdict.metrics,
         ),
-        Ok(Err(error)) => (Outcome::Failed, error.to_string(), json!({})),
-        Err(panic) => (Outcome::Failed, panic, json!({})),
+        Ok(Err(error)) => (Outcome::Failed, scaled(error.to_string()), json!({})),
+        Err(panic) => (Outcome::Failed, scaled(panic), json!({})),
     };
     record(
         case,
@@ -497,8 +409,12 @@ pub fn run(cases: Vec<Case>) -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match Options::parse(&args) {
         Ok((options, rest)) => run_with(cases, options, rest),
+        Err(message) if message == HELP_REQUESTED => {
+            println!("{USAGE}");
+            ExitCode::SUCCESS
+        }
         Err(message) => {
-            eprintln!("error: {message}");
+            eprintln!("error: {message}\n(`--devcheck-help` lists devcheck's options)");
             ExitCode::from(2)
         }
     }
@@ -534,7 +450,18 @@ pub fn run_with(cases: Vec<Case>, options: Options, libtest_args: Vec<String>) -
         }
     };
     let (environment, found) = environment;
-    let slots = select_devices(found, options.devices.as_deref());
+    let (slots, refused) =
+        select_devices(found, options.devices.as_deref(), &options.required_devices);
+    if !refused.is_empty() {
+        for problem in &refused {
+            eprintln!("error: {problem}");
+        }
+        eprintln!(
+            "devcheck: nothing was run; leave out --device to run every device found here \
+             (devices not asked for are listed as not run)"
+        );
+        return ExitCode::from(2);
+    }
     // Absolute: insta resolves a relative snapshot path against the source file
     // of the assertion (inside devcheck), not against the working directory.
     let snapshots = options
@@ -566,6 +493,17 @@ pub fn run_with(cases: Vec<Case>, options: Options, libtest_args: Vec<String>) -
         })
         .collect();
     report.cases = selected.iter().map(|c| c.name().to_owned()).collect();
+    // Recorded whatever the filter, so that reports of nextest's one-trial
+    // processes still say which devices this machine could not run.
+    report.devices_not_run = slots
+        .iter()
+        .filter_map(|slot| {
+            slot.unavailable.as_ref().map(|reason| DeviceNotRun {
+                device: slot.device.to_string(),
+                reason: reason.clone(),
+            })
+        })
+        .collect();
 
     if let Some(filter) = &arguments.filter {
         let matched = selected.iter().any(|case| {
@@ -749,7 +687,7 @@ fn make_trial(
     sink: &Arc<Sink>,
     arguments: &Arguments,
 ) -> Trial {
-    let name = trial_name(&state.case, check, slot.device);
+    let name = trial_name(state.case(), check, slot.device);
     if let Some(reason) = slot.unavailable.clone() {
         let trial = Trial::ignorable_test(name.clone(), {
             let reason = reason.clone();
@@ -758,7 +696,7 @@ fn make_trial(
         .with_ignored_flag(true);
         if !arguments.is_filtered_out(&trial) && !arguments.list {
             sink.record(record(
-                &state.case,
+                state.case(),
                 check,
                 slot.device,
                 Outcome::Ignored,
@@ -782,35 +720,45 @@ fn make_trial(
     })
 }
 
-/// Keeps the requested devices; a requested device this machine lacks stays,
-/// marked unavailable, so its trials are reported as not run.
-fn select_devices(found: Vec<DeviceSlot>, wanted: Option<&[DeviceSpec]>) -> Vec<DeviceSlot> {
-    let Some(wanted) = wanted else { return found };
-    wanted
-        .iter()
-        .map(|device| {
-            found
-                .iter()
-                .find(|slot| slot.device == *device)
-                .cloned()
-                .unwrap_or_else(|| DeviceSlot {
-                    device: *device,
-                    unavailable: Some(format!("{device}: no such device on this machine")),
-                })
-        })
-        .collect()
-}
-
-pub(crate) fn git_commit() -> Option<String> {
-    if let Ok(commit) = std::env::var("DEVCHECK_GIT_COMMIT") {
-        return Some(commit);
+/// The devices to run on: every device found, or only those asked for with
+/// `--device`. A device asked for (with `--device` or `--require-device`) that
+/// cannot run here is refused, with the reason: CI must not go green having run
+/// nothing. Devices not asked for stay, marked unavailable, as not run.
+fn select_devices(
+    found: Vec<DeviceSlot>,
+    wanted: Option<&[DeviceSpec]>,
+    required: &[DeviceSpec],
+) -> (Vec<DeviceSlot>, Vec<String>) {
+    let mut refused = Vec::new();
+    let mut check =
+        |device: &DeviceSpec, how: &str| match found.iter().find(|s| s.device == *device) {
+            Some(DeviceSlot {
+                unavailable: None, ..
+            }) => {}
+            Some(DeviceSlot {
+                unavailable: Some(reason),
+                ..
+            }) => refused.push(format!(
+                "{device} was asked for with {how} but cannot run here: {reason}"
+            )),
+            None => refused.push(format!(
+                "{device} was asked for with {how} but this machine has no such device"
+            )),
+        };
+    for device in wanted.unwrap_or_default() {
+        check(device, "--device");
     }
-    let output = std::process::Command::new("git")
-        .args(["rev-parse", "HEAD"])
-        .output()
-        .ok()?;
-    let commit = String::from_utf8(output.stdout).ok()?.trim().to_owned();
-    (output.status.success() && !commit.is_empty()).then_some(commit)
+    for device in required {
+        check(device, "--require-device");
+    }
+    let slots = match wanted {
+        Some(wanted) => found
+            .into_iter()
+            .filter(|slot| wanted.contains(&slot.device))
+            .collect(),
+        None => found,
+    };
+    (slots, refused)
 }
 
 /// MPS reads `PYTORCH_ENABLE_MPS_FALLBACK` when libtorch loads, so on a machine
@@ -936,16 +884,39 @@ mod tests {
     }
 
     #[test]
-    fn a_requested_device_that_is_absent_is_kept_as_not_run() {
-        let found = vec![DeviceSlot {
-            device: DeviceSpec::Cpu,
-            unavailable: None,
-        }];
-        let slots = select_devices(found, Some(&[DeviceSpec::Cpu, DeviceSpec::Cuda(3)]));
-        assert_eq!(slots[0].unavailable, None);
-        assert_eq!(
-            slots[1].unavailable.as_deref(),
-            Some("cuda:3: no such device on this machine")
+    fn a_device_asked_for_that_cannot_run_is_refused_and_others_stay_not_run() {
+        let found = vec![
+            DeviceSlot {
+                device: DeviceSpec::Cpu,
+                unavailable: None,
+            },
+            DeviceSlot {
+                device: DeviceSpec::Cuda(0),
+                unavailable: Some("cuda: built, but no usable GPU or driver".into()),
+            },
+        ];
+        let (slots, refused) = select_devices(found.clone(), Some(&[DeviceSpec::Cpu]), &[]);
+        assert_eq!(slots.len(), 1);
+        assert!(refused.is_empty());
+        let (_, refused) = select_devices(
+            found.clone(),
+            Some(&[DeviceSpec::Cpu, DeviceSpec::Cuda(0), DeviceSpec::Cuda(3)]),
+            &[],
         );
+        assert_eq!(
+            refused,
+            [
+                "cuda:0 was asked for with --device but cannot run here: cuda: built, but no usable GPU or driver",
+                "cuda:3 was asked for with --device but this machine has no such device",
+            ]
+        );
+        // Not asked for: listed as not run, the run goes on.
+        let (slots, refused) = select_devices(found.clone(), None, &[]);
+        assert_eq!(slots.len(), 2);
+        assert!(refused.is_empty());
+        let (slots, refused) = select_devices(found, None, &[DeviceSpec::Cuda(0)]);
+        assert_eq!(slots.len(), 2);
+        assert_eq!(refused.len(), 1);
+        assert!(refused[0].starts_with("cuda:0 was asked for with --require-device"));
     }
 }

@@ -4,7 +4,6 @@
 //! wrappers turn that into [`ShimError`], so no libtorch exception or abort
 //! ever reaches the caller.
 
-use std::backtrace::Backtrace;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::path::PathBuf;
@@ -67,6 +66,8 @@ extern "C" {
         line: *mut u32,
     );
     fn dc_warnings_end(capture: *mut c_void);
+    fn dc_host_random_begin(device_type: c_int, out: *mut *mut c_void) -> *mut c_char;
+    fn dc_host_random_end(state: *mut c_void);
     fn dc_tensor_memory_begin(out: *mut *mut c_void) -> *mut c_char;
     fn dc_tensor_memory_read(
         tracker: *mut c_void,
@@ -88,7 +89,11 @@ pub struct ShimError {
     pub message: String,
 }
 
-fn check(operation: impl FnOnce() -> String, error: *mut c_char) -> Result<(), ShimError> {
+/// Turns a shim call's returned error string into a `Result`, releasing it.
+pub(crate) fn check(
+    operation: impl FnOnce() -> String,
+    error: *mut c_char,
+) -> Result<(), ShimError> {
     if error.is_null() {
         return Ok(());
     }
@@ -379,8 +384,8 @@ pub struct TorchWarning {
     pub file: String,
     /// Line in that file.
     pub line: u32,
-    /// The Rust call site that made the call into tch (`path:line:column`), where a
-    /// backtrace could tell.
+    /// The user's line that made the call (`path:line:column`, relative to the
+    /// repository), found as the op observer finds its sites.
     pub caller: Option<String>,
 }
 
@@ -388,16 +393,22 @@ pub struct TorchWarning {
 /// that once-per-process warnings (such as MPS's CPU fallback) repeat.
 pub struct WarningCapture {
     raw: *mut c_void,
-    backtraces: Box<RefCell<Vec<Backtrace>>>,
+    stacks: Box<RefCell<Vec<Vec<usize>>>>,
 }
 
 unsafe extern "C" fn on_warning(context: *mut c_void) {
     // SAFETY: context is the RefCell boxed by the live WarningCapture that registered it.
-    let backtraces = unsafe { &*(context as *const RefCell<Vec<Backtrace>>) };
+    let stacks = unsafe { &*(context as *const RefCell<Vec<Vec<usize>>>) };
     // Never unwind into C++.
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        if let Ok(mut list) = backtraces.try_borrow_mut() {
-            list.push(Backtrace::force_capture());
+        if let Ok(mut list) = stacks.try_borrow_mut() {
+            // Raw return addresses now; named later, as the op observer names its sites.
+            let mut stack = Vec::new();
+            backtrace::trace(|frame| {
+                stack.push(frame.ip() as usize);
+                stack.len() < 96
+            });
+            list.push(stack);
         }
     }));
 }
@@ -405,9 +416,9 @@ unsafe extern "C" fn on_warning(context: *mut c_void) {
 impl WarningCapture {
     /// Starts capturing; the previous handler returns when this is dropped.
     pub fn start() -> Result<Self, ShimError> {
-        let backtraces = Box::new(RefCell::new(Vec::new()));
+        let stacks = Box::new(RefCell::new(Vec::new()));
         let mut raw = std::ptr::null_mut();
-        let context = (&*backtraces as *const RefCell<Vec<Backtrace>>)
+        let context = (&*stacks as *const RefCell<Vec<Vec<usize>>>)
             .cast_mut()
             .cast();
         // SAFETY: raw is valid for writes; the context outlives the capture (both
@@ -415,7 +426,7 @@ impl WarningCapture {
         check(|| "capture libtorch warnings".into(), unsafe {
             dc_warnings_begin(Some(on_warning), context, &mut raw)
         })?;
-        Ok(Self { raw, backtraces })
+        Ok(Self { raw, stacks })
     }
 
     /// Warnings captured so far.
@@ -423,7 +434,7 @@ impl WarningCapture {
         // SAFETY: self.raw is a live capture; returned strings are borrowed
         // until dc_warnings_end and copied here.
         let count = unsafe { dc_warnings_count(self.raw) };
-        let backtraces = self.backtraces.borrow();
+        let stacks = self.stacks.borrow();
         (0..count)
             .map(|i| {
                 let (mut message, mut file, mut line) = (std::ptr::null(), std::ptr::null(), 0);
@@ -434,9 +445,10 @@ impl WarningCapture {
                         CStr::from_ptr(file).to_string_lossy().into_owned(),
                     )
                 };
-                let caller = backtraces
+                let caller = stacks
                     .get(i)
-                    .and_then(|bt| caller_of_tch(&bt.to_string()));
+                    .and_then(|stack| crate::observer::sites::call_site(stack).site)
+                    .map(|site| site.to_string());
                 TorchWarning {
                     message,
                     file,
@@ -455,19 +467,32 @@ impl Drop for WarningCapture {
     }
 }
 
-/// The first frame outside tch and torch-sys, below the innermost tch frame, in a
-/// rendered Rust backtrace: the user's line that called into libtorch.
-pub(crate) fn caller_of_tch(backtrace: &str) -> Option<String> {
-    let locations: Vec<&str> = backtrace
-        .lines()
-        .filter_map(|line| line.trim_start().strip_prefix("at "))
-        .collect();
-    let in_bindings = |path: &str| path.contains("/tch-") || path.contains("/torch-sys-");
-    let last_binding = locations.iter().rposition(|path| in_bindings(path))?;
-    locations[last_binding + 1..]
-        .iter()
-        .find(|path| !in_bindings(path) && !path.contains("/rustc/"))
-        .map(|path| path.to_string())
+/// While it lives, an accelerator's random kernels (bernoulli, dropout, uniform,
+/// normal, random) draw on the CPU from the CPU's default generator, so that a
+/// step draws the same numbers on every device (the tolerance check's runs).
+pub struct HostRandom {
+    raw: *mut c_void,
+}
+
+impl HostRandom {
+    /// Replaces the random kernels of `backend` (CUDA or MPS) until dropped.
+    pub fn start(backend: Backend) -> Result<Self, ShimError> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: raw is valid for writes.
+        check(
+            || format!("draw {}'s random numbers on the CPU", backend.name()),
+            unsafe { dc_host_random_begin(backend as c_int, &mut raw) },
+        )?;
+        Ok(Self { raw })
+    }
+}
+
+impl Drop for HostRandom {
+    fn drop(&mut self) {
+        // SAFETY: self.raw came from dc_host_random_begin and is ended once;
+        // libtorch restores the kernels it replaced.
+        unsafe { dc_host_random_end(self.raw) }
+    }
 }
 
 /// Tensor memory allocated on this thread while the tracker lives, through
@@ -524,29 +549,6 @@ impl Drop for TensorMemory {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn finds_the_caller_of_tch_in_a_backtrace() {
-        let rendered = "\
-   0: devcheck::shim::on_warning
-             at ./harness/src/shim.rs:10:5
-   1: tch::wrappers::tensor::Tensor::double_value
-             at /home/u/.cargo/registry/src/index/tch-0.24.0/src/wrappers/tensor.rs:300:9
-   2: core::ops::function::FnOnce::call_once
-             at /rustc/abc/library/core/src/ops/function.rs:250:5
-   3: mycrate::train::step
-             at ./src/train.rs:42:17
-   4: main
-             at ./src/main.rs:3:5";
-        assert_eq!(
-            caller_of_tch(rendered).as_deref(),
-            Some("./src/train.rs:42:17")
-        );
-        assert_eq!(
-            caller_of_tch("   0: main\n             at ./src/main.rs:1:1"),
-            None
-        );
-    }
 
     #[test]
     fn captures_repeated_libtorch_warnings_with_their_caller() {

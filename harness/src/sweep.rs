@@ -11,13 +11,13 @@ use plotters::prelude::*;
 use serde::Serialize;
 use serde_json::json;
 
+use crate::case::kind_name;
 use crate::case::{Case, Named};
+use crate::checks::memory::{measure, measure_epochs, measured_by, mib};
+use crate::checks::timing::{spread, Spread};
 use crate::device::DeviceSpec;
 use crate::error::TrialError;
-use crate::memory::{measure, measure_epochs, measured_by, mib};
-use crate::placement::kind_name;
 use crate::shim::TensorMemory;
-use crate::timing::{spread, Spread};
 use crate::trainer::Trainer;
 
 /// Limits of a batch sweep.
@@ -186,6 +186,15 @@ pub fn batch_sweep(
         if is_out_of_memory(&cause) && !points.is_empty() {
             break format!("out of memory at batch multiplier {multiplier}: {cause}");
         }
+        if !points.is_empty() {
+            // It ran at the smaller sizes: the batch size is what it refuses.
+            let size = case
+                .clone()
+                .batch_multiplier(multiplier)
+                .batch_size()
+                .map_or_else(|| format!("×{multiplier}"), |n| n.to_string());
+            break format!("the step does not accept batch {size}: {cause}");
+        }
         return Err(TrialError::Case(cause));
     };
     Ok(BatchSweep {
@@ -244,7 +253,7 @@ pub fn epoch_sweep(
                 .unwrap_or(0)
         })
         .collect();
-    let growth = crate::memory::growth(
+    let growth = crate::checks::memory::growth(
         live.first().copied().unwrap_or(0),
         live.last().copied().unwrap_or(0),
     );
@@ -476,6 +485,74 @@ pub fn epoch_json(sweep: &EpochSweep) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::case::{Batch, Model, StepOutput};
+    use tch::nn::{self, Module};
+    use tch::{Kind, TchError, Tensor};
+
+    /// A step that views its input with the batch size it was written for.
+    struct KnowsItsBatch {
+        fc: nn::Linear,
+    }
+
+    impl Model for KnowsItsBatch {
+        fn step(&mut self, batch: &Batch) -> Result<StepOutput, TchError> {
+            let x = batch.get("x").f_view([8, 4])?;
+            let out = self.fc.forward(&x);
+            let loss = out.f_mean(None)?;
+            Ok(StepOutput {
+                outputs: vec![("out".into(), out)],
+                loss,
+            })
+        }
+    }
+
+    fn knows_its_batch() -> Case {
+        Case::new(
+            "knows-its-batch",
+            |vs| {
+                Ok(Box::new(KnowsItsBatch {
+                    fc: nn::linear(vs.root() / "fc", 4, 2, Default::default()),
+                }) as Box<dyn Model>)
+            },
+            |_step| {
+                Ok(Batch::new([(
+                    "x",
+                    Tensor::randn([8, 4], (Kind::Double, tch::Device::Cpu)),
+                )]))
+            },
+        )
+    }
+
+    #[test]
+    fn a_sweep_stops_at_the_first_batch_the_step_refuses_and_says_so() {
+        let limits = SweepLimits {
+            ceiling: None,
+            max_multiplier: 8,
+            time_per_size: Duration::from_millis(5),
+        };
+        let sweep = batch_sweep(&knows_its_batch(), DeviceSpec::Cpu, limits).unwrap();
+        assert_eq!(sweep.points.len(), 1, "only its own batch runs");
+        assert!(
+            sweep.stopped.starts_with(
+                "the step does not accept batch 16: libtorch error: shape '[8, 4]' is invalid"
+            ),
+            "{}",
+            sweep.stopped
+        );
+    }
+
+    #[test]
+    fn scaled_batches_are_made_for_the_size() {
+        let case = knows_its_batch()
+            .scaled_batches(|_step, multiplier| {
+                Ok(Batch::new([(
+                    "x",
+                    Tensor::zeros([8 * multiplier, 4], (Kind::Double, tch::Device::Cpu)),
+                )]))
+            })
+            .batch_multiplier(3);
+        assert_eq!(case.batch_size(), Some(24));
+    }
 
     #[test]
     fn out_of_memory_is_recognized_on_every_backend() {

@@ -107,16 +107,7 @@ impl<'c> Trainer<'c> {
                 .wrapping_add(1_000_003)
                 .wrapping_add(step as i64),
         );
-        let mut batch = (self.case.batch)(step)?;
-        if self.case.batch_multiplier > 1 {
-            for (_, tensor) in &mut batch.tensors {
-                if tensor.dim() > 0 {
-                    let mut repeats = vec![1i64; tensor.dim()];
-                    repeats[0] = self.case.batch_multiplier;
-                    *tensor = tensor.f_repeat(&repeats)?;
-                }
-            }
-        }
+        let batch = self.case.make_batch(step)?;
         Ok(batch.to(self.device.to_tch(), self.kind)?)
     }
 

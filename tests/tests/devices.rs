@@ -1,13 +1,14 @@
 //! The README's "your own cases" example, compiled and run as a user would
-//! (`harness = false`): one small case through devcheck's libtest interface.
+//! (`harness = false`): one small case, trained the tch way, through devcheck's
+//! libtest interface.
 
-use devcheck::optim::{named_parameters, Adam, Optimizer};
-use devcheck::{readbacks, Batch, Case, Model, StepOutput};
-use tch::nn::{self, Module};
+use devcheck::{Batch, Case, Model, StepOutput};
+use tch::nn::{self, Module, OptimizerConfig};
 
 struct Net {
     fc: nn::Linear,
-    optimizer: Adam,
+    optimizer: nn::Optimizer,
+    last_loss: f64,
 }
 
 impl Model for Net {
@@ -20,18 +21,12 @@ impl Model for Net {
             -100,
             0.0,
         )?;
-        self.optimizer.zero_grad();
-        loss.f_backward()?;
-        self.optimizer.step()?;
-        let _logged = readbacks::scalar_f64(&loss)?; // counted against the budget
+        self.optimizer.backward_step(&loss);
+        self.last_loss = f64::try_from(&loss)?; // a host sync: counted against the budget
         Ok(StepOutput {
             outputs: vec![("logits".into(), logits)],
             loss,
         })
-    }
-
-    fn state(&self) -> Vec<(String, tch::Tensor)> {
-        self.optimizer.state()
     }
 }
 
@@ -41,7 +36,8 @@ fn main() -> std::process::ExitCode {
         |vs| {
             Ok(Box::new(Net {
                 fc: nn::linear(vs.root() / "fc", 8, 2, Default::default()),
-                optimizer: Adam::new(named_parameters(vs), 1e-3),
+                optimizer: nn::Adam::default().build(vs, 1e-3)?,
+                last_loss: f64::NAN,
             }) as Box<dyn Model>)
         },
         |_step| {

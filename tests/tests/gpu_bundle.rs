@@ -37,6 +37,7 @@ fn the_bundle_is_small_and_runs_here_on_the_cpu() {
         "devcheck-doctor",
         "devcheck-compare",
         "devcheck-sweep",
+        "devcheck-observer-cost",
         "snapshots/matrix/readbacks__cnn.snap",
     ] {
         assert!(out.join(file).is_file(), "missing {file}");
@@ -95,6 +96,24 @@ fn the_bundle_is_small_and_runs_here_on_the_cpu() {
     assert!(String::from_utf8_lossy(&sweep.stdout)
         .lines()
         .any(|l| l == "transformer"));
+
+    let cost = Command::new(out.join("run.sh"))
+        .args(["observer-cost", "--device", "cpu", "--ms", "20"])
+        .env("DEVCHECK_LIBTORCH_LIB", libtorch_lib())
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert!(
+        cost.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cost.stderr)
+    );
+    let table = String::from_utf8_lossy(&cost.stdout);
+    assert!(table.starts_with("case "), "{table}");
+    assert!(
+        table.lines().any(|l| l.starts_with("transformer    cpu")),
+        "{table}"
+    );
 
     let lost = Command::new(out.join("run.sh"))
         .env("DEVCHECK_LIBTORCH_LIB", dir.path().join("nowhere"))

@@ -55,6 +55,7 @@ fn planted_faults_fail_exactly_their_checks_and_the_report_is_complete() {
     let mut expected: BTreeSet<String> = [
         "fault-placement::placement::cpu",
         "fault-readbacks::readbacks::cpu",
+        "fault-untracked-sync::readbacks::cpu",
         "fault-tolerance::tolerance::cpu",
         "fault-memory::memory::cpu",
     ]
@@ -111,16 +112,31 @@ fn planted_faults_fail_exactly_their_checks_and_the_report_is_complete() {
     );
     assert!(report["interrupted"].is_null());
     assert_eq!(report["cases"].as_array().unwrap().len(), 14);
-    // An untracked read is visible only to CUDA's sync-debug mode: on the CPU the
-    // tracked wrappers are the only evidence, and this fault has none.
-    let untracked = trials
-        .iter()
-        .find(|t| t["name"] == "fault-untracked-sync::readbacks::cpu")
-        .unwrap();
-    assert_eq!(untracked["outcome"], "passed");
-    assert_eq!(
-        untracked["metrics"]["sync_debug"],
-        "not available on this device"
+    // A read through no wrapper is seen on the CPU too, at its line: where an
+    // accelerator will wait.
+    let faults = std::fs::read_to_string(workspace_root().join("harness/src/cases/faults.rs"))
+        .expect("read the faults' source");
+    let line_of = |text: &str| {
+        1 + faults
+            .lines()
+            .position(|l| l.contains(text))
+            .unwrap_or_else(|| panic!("faults.rs has no `{text}`"))
+    };
+    let unwrapped = line_of("self.last = loss.double_value(&[]);");
+    assert!(
+        message("fault-untracked-sync::readbacks::cpu").starts_with(&format!(
+            "1 host sync per step, budget 0: first at harness/src/cases/faults.rs:{unwrapped}:"
+        )),
+        "{}",
+        message("fault-untracked-sync::readbacks::cpu")
+    );
+    let per_sample = line_of("readbacks::scalar_f64(&per_sample.f_get(i)?)?;");
+    assert!(
+        message("fault-readbacks::readbacks::cpu").starts_with(&format!(
+            "16 host syncs per step, budget 1: first at harness/src/cases/faults.rs:{per_sample}:"
+        )),
+        "{}",
+        message("fault-readbacks::readbacks::cpu")
     );
 
     for trial in trials {
@@ -268,6 +284,46 @@ fn a_relative_snapshot_dir_is_taken_from_the_working_directory() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+#[test]
+fn a_device_asked_for_that_cannot_run_stops_the_run_with_exit_code_2() {
+    for (args, env) in [
+        (vec!["--device", "cuda:0"], None),
+        (vec!["--device", "cpu", "--require-device", "mps"], None),
+        (vec![], Some(("DEVCHECK_DEVICES", "cpu,cuda:0"))),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let report = dir.path().join("report.json");
+        let mut command = command("devcheck", "devcheck-matrix");
+        command.args(&args).arg("--report").arg(&report);
+        if let Some((key, value)) = env {
+            command.env(key, value);
+        }
+        let output = command.output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?} {env:?}: {stderr}");
+        assert!(stderr.contains("was asked for with"), "{stderr}");
+        assert!(stderr.contains("devcheck: nothing was run"), "{stderr}");
+        assert!(!report.exists(), "nothing ran, nothing written");
+    }
+    // Not asked for, a device this machine lacks is only listed as not run.
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let output = matrix(&[
+        "--report",
+        report.to_str().unwrap(),
+        "classifier::placement::",
+    ]);
+    assert!(output.status.success());
+    let report = read_report(&report);
+    let not_run: Vec<&str> = report["devices_not_run"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["device"].as_str().unwrap())
+        .collect();
+    assert!(not_run.contains(&"mps"), "{not_run:?}");
 }
 
 #[test]

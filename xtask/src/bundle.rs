@@ -11,11 +11,12 @@ use anyhow::{bail, Context, Result};
 pub const MAX_BYTES: u64 = 60 * 1024 * 1024;
 
 /// The binaries a bundle carries.
-pub const BINARIES: [&str; 4] = [
+pub const BINARIES: [&str; 5] = [
     "devcheck-matrix",
     "devcheck-doctor",
     "devcheck-compare",
     "devcheck-sweep",
+    "devcheck-observer-cost",
 ];
 
 /// The launcher: finds libtorch (`DEVCHECK_LIBTORCH_LIB`, else python3's torch),
@@ -26,6 +27,7 @@ pub const RUN_SH: &str = r#"#!/usr/bin/env bash
 #   ./run.sh doctor [--json]
 #   ./run.sh compare EXPECTED.safetensors ACTUAL.safetensors [--json] [--rtol R --atol A]
 #   ./run.sh sweep --case NAME [--device D] [--epochs N] [--out DIR]
+#   ./run.sh observer-cost [--device D] [--ms N] [--batch-multiplier N]
 # libtorch: DEVCHECK_LIBTORCH_LIB, else the lib dir of python3's torch package.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -43,8 +45,12 @@ export PYTORCH_ENABLE_MPS_FALLBACK=1
 if [ -z "${DEVCHECK_GIT_COMMIT:-}" ] && [ -f "$here/COMMIT" ]; then
   export DEVCHECK_GIT_COMMIT="$(cat "$here/COMMIT")"
 fi
+# Source paths in the binaries' debug info are the build machine's.
+if [ -z "${DEVCHECK_BUILD_ROOT:-}" ] && [ -f "$here/BUILD_ROOT" ]; then
+  export DEVCHECK_BUILD_ROOT="$(cat "$here/BUILD_ROOT")"
+fi
 case "${1:-}" in
-  doctor|compare|sweep)
+  doctor|compare|sweep|observer-cost)
     verb="$1"
     shift
     exec "$here/devcheck-$verb" "$@"
@@ -68,6 +74,9 @@ pub fn assemble(
     if let Some(commit) = commit {
         fs::write(out.join("COMMIT"), format!("{commit}\n"))?;
     }
+    // Sites are named relative to the repository; the binaries' debug info
+    // holds this machine's absolute paths.
+    fs::write(out.join("BUILD_ROOT"), format!("{}\n", root.display()))?;
     for binary in BINARIES {
         let from = bin_dir.join(binary);
         let to = out.join(binary);
@@ -79,6 +88,7 @@ pub fn assemble(
                 fs::copy(&from, &to).with_context(|| format!("cannot copy {}", from.display()))?;
             }
             true => {
+                // Line tables name the user's line of each op the observer reports.
                 let how = if binary == "devcheck-matrix" {
                     "--compress-debug-sections=zlib"
                 } else {

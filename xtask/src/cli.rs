@@ -82,6 +82,19 @@ pub enum Task {
         #[arg(long, value_name = "DIR", conflicts_with = "paths")]
         real: Option<PathBuf>,
     },
+    /// Time the built-in steps with and without the op observer, on every device here.
+    ///
+    /// `--help` lists the options (`--device D`, `--ms N`, `--batch-multiplier N`, `--json PATH`).
+    #[command(disable_help_flag = true)]
+    BenchObserver {
+        /// Options for devcheck-observer-cost.
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "ARGS"
+        )]
+        args: Vec<String>,
+    },
     /// Install a git pre-commit hook that runs devcheck-lint on the staged Rust files.
     InstallHook {
         /// Replace an existing pre-commit hook that is not devcheck's.

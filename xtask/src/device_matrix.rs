@@ -172,6 +172,21 @@ impl<'a> DeviceMatrix<'a> {
                 });
             }
         }
+        // Devices a machine recorded as not runnable, where its trials of them
+        // were filtered out (nextest runs one trial per process).
+        let mut not_run_count = not_run_keys.len();
+        for entry in report.devices_not_run.iter().flatten() {
+            if devices_that_ran.contains(entry.device.as_str())
+                || not_run.iter().any(|n| n.device == entry.device)
+            {
+                continue;
+            }
+            not_run.push(NotRun {
+                device: entry.device.clone(),
+                reason: entry.reason.clone(),
+            });
+            not_run_count += report.cases.iter().flatten().count() * CHECKS.len();
+        }
         let cases_without_trials = report
             .cases
             .iter()
@@ -187,7 +202,7 @@ impl<'a> DeviceMatrix<'a> {
             cases_without_trials,
             passed,
             failed,
-            not_run_count: not_run_keys.len(),
+            not_run_count,
         }
     }
 

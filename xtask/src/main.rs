@@ -108,6 +108,23 @@ fn run(task: Task) -> Result<ExitCode> {
             };
             status(&mut command)
         }
+        Task::BenchObserver { args } => {
+            let torch = setup()?;
+            // Release, as a user's CI builds: the observer's cost is per op.
+            let mut command = cargo(Some(&torch));
+            command.args([
+                "run",
+                "--quiet",
+                "--release",
+                "--package",
+                "devcheck",
+                "--bin",
+                "devcheck-observer-cost",
+                "--",
+            ]);
+            command.args(args);
+            status(&mut command)
+        }
         Task::InstallHook { force } => {
             let hook = hook::install(&workspace_root(), force)?;
             eprintln!("devcheck: installed {}", hook.display());

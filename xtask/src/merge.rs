@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::Map;
 
-use crate::report::{Machine, Report, Totals, SCHEMA};
+use crate::report::{DeviceNotRun, Machine, Report, Totals, SCHEMA};
 
 /// One report to merge and the name it goes by (the path as given).
 #[derive(Debug, Clone)]
@@ -190,6 +190,7 @@ pub fn merge(inputs: &[Input]) -> Result<Merged, MergeError> {
                 all
             }),
         cases: merged_cases(inputs),
+        devices_not_run: merged_devices_not_run(inputs),
         environment: None,
         machines: Some(machines),
         totals: Totals::of(&trials),
@@ -275,6 +276,24 @@ fn unique_id(machines: &[Machine], host: &str) -> String {
         .map(|n| format!("{host}-{n}"))
         .find(|id| !taken(id))
         .expect("some suffix is free")
+}
+
+/// Every machine's devices not run, each device once (the first reason).
+fn merged_devices_not_run(inputs: &[Input]) -> Option<Vec<DeviceNotRun>> {
+    let mut merged: Vec<DeviceNotRun> = Vec::new();
+    let mut any = false;
+    for list in inputs
+        .iter()
+        .filter_map(|i| i.report.devices_not_run.as_ref())
+    {
+        any = true;
+        for entry in list {
+            if !merged.iter().any(|m| m.device == entry.device) {
+                merged.push(entry.clone());
+            }
+        }
+    }
+    any.then_some(merged)
 }
 
 fn merged_cases(inputs: &[Input]) -> Option<Vec<String>> {

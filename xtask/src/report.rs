@@ -59,6 +59,10 @@ pub struct Report {
     /// Every case the run planned, before any filter.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cases: Option<Vec<String>>,
+    /// Devices a machine could not run, whatever its filter (nextest's one-trial
+    /// processes record no ignored trials, so this is how they say so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub devices_not_run: Option<Vec<DeviceNotRun>>,
     /// Where a single run ran; absent in a merged report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment: Option<Environment>,
@@ -72,6 +76,15 @@ pub struct Report {
     /// Fields this xtask does not read, kept as they were.
     #[serde(flatten)]
     pub rest: Map<String, Value>,
+}
+
+/// A device a machine could not run, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceNotRun {
+    /// The device (`cuda:0`, `mps`).
+    pub device: String,
+    /// Why it could not run there.
+    pub reason: String,
 }
 
 /// Where a run ran: host, versions, backends, flags.
@@ -341,6 +354,7 @@ pub(crate) mod fixtures {
             complete: true,
             interrupted: None,
             cases: None,
+            devices_not_run: None,
             environment: Some(environment),
             machines: None,
             totals: Totals::of(&trials),

@@ -356,4 +356,39 @@ mod tests {
         assert_eq!(scientific(1.755317082796637e-07), "1.8e-7");
         assert_eq!(scientific(0.0), "0");
     }
+
+    #[test]
+    fn devices_not_run_survive_a_merge_of_nextest_fragments() {
+        // nextest runs one trial per process: the fragments hold no ignored
+        // trials, only the devices their machine could not run.
+        let fragment = |check: &str| {
+            let mut part = report(vec![trial(check, Outcome::Passed, "", json!({}))]);
+            part.cases = Some(vec!["net".into()]);
+            part.devices_not_run = Some(vec![crate::report::DeviceNotRun {
+                device: "cuda:0".into(),
+                reason: "cuda: built, but no usable GPU or driver".into(),
+            }]);
+            part
+        };
+        let inputs = [
+            crate::merge::Input {
+                name: "a.json".into(),
+                report: fragment("placement"),
+            },
+            crate::merge::Input {
+                name: "b.json".into(),
+                report: fragment("memory"),
+            },
+        ];
+        let merged = crate::merge::merge(&inputs).unwrap().report;
+        let summary = markdown(&merged);
+        assert!(
+            summary.contains("**Not run:** `cuda:0` (cuda: built, but no usable GPU or driver)"),
+            "{summary}"
+        );
+        assert!(
+            summary.starts_with("### devcheck: 2 passed, 0 failed, 6 not run"),
+            "{summary}"
+        );
+    }
 }

@@ -1,9 +1,23 @@
-//! The six checks, by name, and what a check returns.
+//! The six checks, one module each, and what they share: the names of the
+//! checks, what a check returns, and the per-case state they read (`state`).
+//! The runner makes trials of them; no check knows the runner.
+
+pub mod fallback;
+pub mod memory;
+pub mod placement;
+pub mod readbacks;
+pub mod state;
+pub mod timing;
+pub mod tolerance;
 
 use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
+
+use crate::device::DeviceSpec;
+use crate::error::TrialError;
+use state::CaseState;
 
 /// One of the six device-correctness checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -97,5 +111,18 @@ impl Verdict {
             message: message.into(),
             metrics,
         }
+    }
+}
+
+/// Runs one check of the state's case on `device`.
+pub fn run(check: Check, state: &CaseState, device: DeviceSpec) -> Result<Verdict, TrialError> {
+    let case = state.case();
+    match check {
+        Check::Placement => placement::run(case, device, state),
+        Check::Tolerance => tolerance::run(case, device, state),
+        Check::Readbacks => readbacks::run(case, device, state),
+        Check::Timing => timing::run(case, device, state),
+        Check::Fallback => fallback::run(case, device, state),
+        Check::Memory => memory::run(case, device, state),
     }
 }

@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::json;
 
+use super::state::CaseState;
+use super::Verdict;
 use crate::case::Case;
-use crate::check::Verdict;
 use crate::device::DeviceSpec;
 use crate::error::TrialError;
-use crate::runner::CaseState;
 use crate::shim::DeviceEvent;
 use crate::trainer::Trainer;
 

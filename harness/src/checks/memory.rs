@@ -6,11 +6,11 @@
 
 use serde_json::json;
 
+use super::state::CaseState;
+use super::Verdict;
 use crate::case::Case;
-use crate::check::Verdict;
 use crate::device::DeviceSpec;
 use crate::error::TrialError;
-use crate::runner::CaseState;
 use crate::shim::{Backend, TensorMemory};
 use crate::trainer::Trainer;
 

@@ -1,0 +1,216 @@
+//! devcheck as a user meets it: a repository outside this workspace
+//! (`tests/fixtures/user-crate`: its own Cargo.toml, a path dependency on
+//! devcheck, tch's own Adam, `f64::try_from(&loss)` for logging, accuracy read
+//! sample by sample, class weights made on the CPU every step), run the way
+//! its author runs it, `cargo test --test devices`. What devcheck reports is at
+//! that code's own lines.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use devcheck_tests::workspace_root;
+
+fn fixture() -> PathBuf {
+    workspace_root().join("tests/fixtures/user-crate")
+}
+
+/// 1-based line of the first line of the fixture's `src/lib.rs` holding `text`.
+fn line_of(text: &str) -> usize {
+    let source = std::fs::read_to_string(fixture().join("src/lib.rs")).unwrap();
+    1 + source
+        .lines()
+        .position(|l| l.contains(text))
+        .unwrap_or_else(|| panic!("src/lib.rs has no `{text}`"))
+}
+
+#[test]
+fn ordinary_tch_code_is_seen_at_its_lines_on_the_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    // The fixture shares this workspace's target directory (and so its build of
+    // tch); its own crates build apart, as a user's would.
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"));
+    let output = Command::new(cargo)
+        .current_dir(fixture())
+        .args(["test", "--quiet", "--locked", "--test", "devices", "--"])
+        .args(["--device", "cpu", "--timing-ms", "100", "--report"])
+        .arg(&report)
+        .arg("--snapshots")
+        .arg(dir.path().join("snapshots"))
+        .env("CARGO_TARGET_DIR", target)
+        // As if the fixture were a repository of its own.
+        .env("DEVCHECK_SOURCE_ROOT", fixture())
+        .env_remove("DEVCHECK_REPORT")
+        .output()
+        .expect("run cargo test in the fixture");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(101), "{stderr}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let trial = |check: &str| {
+        report["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == format!("classifier::{check}::cpu"))
+            .unwrap_or_else(|| panic!("no {check} trial: {report}"))
+            .clone()
+    };
+
+    // Every read, wrapped or not, at its line: the logged loss and the two reads
+    // per sample (8 samples), 17 per step, against the default budget of 0.
+    let logged = line_of("self.last_loss = f64::try_from(&loss)?;");
+    let per_sample = line_of("predicted.int64_value(&[i]) == labels.int64_value(&[i])");
+    let readbacks = trial("readbacks");
+    assert_eq!(readbacks["outcome"], "failed");
+    assert_eq!(
+        readbacks["metrics"]["readbacks_per_step"],
+        serde_json::json!([17, 17, 17])
+    );
+    assert!(
+        readbacks["message"].as_str().unwrap().starts_with(&format!(
+            "17 host syncs per step, budget 0: first at src/lib.rs:{logged}:26 f64::try_from (scalar read) ×1 per step"
+        )),
+        "{}",
+        readbacks["message"]
+    );
+    let sites: Vec<&str> = readbacks["metrics"]["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert_eq!(sites.len(), 2, "{sites:?}");
+    assert!(
+        sites[1].starts_with(&format!("src/lib.rs:{per_sample}:"))
+            && sites[1].ends_with("Tensor::int64_value (scalar read) ×16 per step"),
+        "{sites:?}"
+    );
+
+    // The class weights, made from host data and moved every step: on an
+    // accelerator, a host-to-device copy per step.
+    let weights = line_of("let weights = Tensor::from_slice(&CLASS_WEIGHTS)");
+    let placement = trial("placement");
+    assert_eq!(placement["outcome"], "failed");
+    let message = placement["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!("src/lib.rs:{weights}:")),
+        "{message}"
+    );
+    assert!(
+        message.contains("host-to-device copy every step"),
+        "{message}"
+    );
+
+    // tch's own Adam runs its update in C++, where no Rust frame can see it;
+    // the ops it runs are on the case's device and dtype.
+    assert_eq!(
+        placement["metrics"]["observed"].as_array().unwrap().len(),
+        1
+    );
+    for check in ["tolerance", "timing", "fallback", "memory"] {
+        assert_eq!(trial(check)["outcome"], "passed", "{}", trial(check));
+    }
+}
+
+#[test]
+fn tch_s_own_char_rnn_and_mnist_conv_steps_pass_every_check_on_the_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"));
+    // The examples' reviewed snapshots are the fixture's own (`snapshots/`).
+    let output = Command::new(cargo)
+        .current_dir(fixture())
+        .args(["test", "--quiet", "--locked", "--test", "examples", "--"])
+        .args(["--device", "cpu", "--timing-ms", "100", "--report"])
+        .arg(&report)
+        .env("CARGO_TARGET_DIR", target)
+        .env("DEVCHECK_SOURCE_ROOT", fixture())
+        .env("CI", "true")
+        .env_remove("DEVCHECK_REPORT")
+        .env_remove("DEVCHECK_SNAPSHOTS")
+        .output()
+        .expect("run cargo test in the fixture");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let trials = report["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), 12, "two cases × six checks");
+    for trial in trials {
+        assert_eq!(trial["outcome"], "passed", "{trial}");
+    }
+    let message = |name: &str| {
+        trials
+            .iter()
+            .find(|t| t["name"] == name)
+            .and_then(|t| t["message"].as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    // The example logs its loss every step: one sync, within the case's budget.
+    assert_eq!(
+        message("char-rnn::readbacks::cpu"),
+        "1 host sync per step (budget 1)"
+    );
+    // tch's cross_entropy_for_logits computes the loss in float32 even in the
+    // float64 reference run: said, not failed.
+    assert!(
+        message("mnist-conv::tolerance::cpu").contains("the reference computed loss (float32)"),
+        "{}",
+        message("mnist-conv::tolerance::cpu")
+    );
+}
+
+#[test]
+fn a_step_that_knows_its_batch_size_is_told_so_once_under_scaling() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"));
+    // char-rnn views its logits as [BATCH_SIZE * SEQ_LEN, labels].
+    let output = Command::new(cargo)
+        .current_dir(fixture())
+        .args(["test", "--quiet", "--locked", "--test", "examples", "--"])
+        .args([
+            "--device",
+            "cpu",
+            "--batch-multiplier",
+            "2",
+            "char-rnn::",
+            "--report",
+        ])
+        .arg(&report)
+        .env("CARGO_TARGET_DIR", target)
+        .env_remove("DEVCHECK_REPORT")
+        .output()
+        .expect("run cargo test in the fixture");
+    assert_eq!(output.status.code(), Some(101));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let messages: Vec<&str> = report["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(messages.len(), 6);
+    assert!(
+        messages[0].starts_with("the step does not accept batch 16 (its own 8 × 2): "),
+        "{messages:?}"
+    );
+    for later in &messages[1..] {
+        assert!(
+            later.starts_with("not run: the step does not accept batch 16"),
+            "{messages:?}"
+        );
+    }
+}
