@@ -81,6 +81,15 @@ impl ErrorBound {
         }
     }
 
+    /// The same bound with TF32's floor ([`TF32_FLOOR`]), for a float32 run
+    /// that had TF32 on where its baseline could not.
+    pub fn with_tf32(self) -> Self {
+        Self {
+            floor: self.floor.max(TF32_FLOOR),
+            ..self
+        }
+    }
+
     /// Whether a candidate error is within the bound of a baseline error.
     pub fn admits(&self, candidate: f64, baseline: f64) -> bool {
         candidate <= self.multiplier * baseline + self.floor
@@ -136,7 +145,7 @@ struct Judged {
     vs_cpu: Option<Comparison>,
     /// A case override (assert_close with the case's tolerance) that admitted it.
     override_admitted: bool,
-    /// Beyond the bound, but within what TF32 allows against the CPU in the same dtype.
+    /// Beyond the bound, but within it with TF32's floor ([`TF32_FLOOR`]).
     tf32_admitted: bool,
     passed: bool,
 }
@@ -188,13 +197,12 @@ mod random_tests {
 }
 
 /// With TF32 on (libtorch's default for cuDNN convolutions and RNNs), float32
-/// results keep only 10 mantissa bits in those ops: PyTorch's own TF32 tests
-/// compare such results with `tf32_on_and_off(0.005)`, an atol of 5e-3.
-pub const TF32_TOLERANCE: Tolerance = Tolerance {
-    rtol: 1.3e-6,
-    atol: 5e-3,
-    equal_nan: false,
-};
+/// convolutions and recurrent layers on CUDA keep 10 mantissa bits, which the
+/// CPU float32 baseline never does. torch._dynamo's benchmarks judge training
+/// on CUDA with TF32 as set with a tolerance of 1e-2, whose accuracy check
+/// turns into an RMSE floor of a tenth of it: a float32 tensor beyond the
+/// bound still passes within that floor.
+pub const TF32_FLOOR: f64 = 1e-3;
 
 /// Judges every tensor of the last step.
 fn judge(
@@ -253,7 +261,7 @@ fn judge(
                 && !override_admitted
                 && tf32
                 && cand.kind() == Kind::Float
-                && assert_close(cand, base, TF32_TOLERANCE, name)?.passed;
+                && bound.with_tf32().admits(candidate_error, baseline_error);
             Ok(Judged {
                 name: name.clone(),
                 candidate_error,
@@ -518,8 +526,7 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
     let by_tf32 = judged.iter().filter(|j| j.tf32_admitted).count();
     let note = if by_tf32 > 0 {
         format!(
-            "{note}; {by_tf32} beyond the bound but within TF32's atol of {:e} against {baseline_name} (TF32 on, as libtorch sets it)",
-            TF32_TOLERANCE.atol
+            "{note}; {by_tf32} beyond the bound but within it with TF32's floor of {TF32_FLOOR:e} (TF32 on, as libtorch sets it)"
         )
     } else {
         note
@@ -573,6 +580,13 @@ mod tests {
         // An exact baseline still admits the floor.
         assert!(big.admits(1e-6, 0.0));
         assert!(!big.admits(1e-5, 0.0));
+        // TF32 (H100, mnist-conv's worst gradient: rmse 6.96e-4 against a
+        // float32 baseline of 1e-7) passes; ten times TF32's rounding does not.
+        let tf32 = big.with_tf32();
+        assert_eq!(tf32.multiplier, 2.0);
+        assert!(tf32.admits(6.96e-4, 1e-7));
+        assert!(!tf32.admits(1.1e-3, 1e-7));
+        assert!(!big.admits(6.96e-4, 1e-7));
     }
 
     #[test]
