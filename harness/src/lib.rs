@@ -11,8 +11,8 @@ pub mod case;
 pub mod cases;
 mod cause;
 pub mod checks;
+pub mod cli;
 pub mod compare;
-pub mod compare_files;
 pub mod device;
 pub mod dump;
 pub mod environment;
@@ -34,8 +34,16 @@ pub use checks::{Check, Verdict};
 pub use device::{DeviceSlot, DeviceSpec, UnknownDevice};
 pub use environment::Environment;
 pub use error::TrialError;
-pub use runner::{run, run_with, Options};
+pub use runner::{run_with, Options};
 pub use shim::{Backend, CudaLibrary, ShimError};
+
+/// Runs `cases` as the test binary's command line asks: the matrix (libtest's
+/// interface and devcheck's options, see [`runner`]), or one of the verbs of
+/// [`cli`] (`sweep`, `doctor`, `compare`, `observer-cost`, `cases`). Call it
+/// from `main` of a `harness = false` test target.
+pub fn run(cases: Vec<Case>) -> std::process::ExitCode {
+    cli::main(cases)
+}
 
 /// Prepares libtorch for devcheck: loads `libtorch_cuda` if the linker dropped
 /// it. Idempotent; every devcheck entry point calls it first, and programs that

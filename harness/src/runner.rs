@@ -99,7 +99,7 @@ fn parse_seconds(flag: &str, text: &str) -> Result<Duration, String> {
 pub const USAGE: &str = "devcheck options (before or among the libtest options):
   --report PATH     write the JSON report here (env DEVCHECK_REPORT)
   --report-dir DIR  write the report as DIR/<host>-<pid>.json, a file per process,
-                    for cargo-nextest (env DEVCHECK_REPORT_DIR); join with `cargo xtask merge`
+                    for cargo-nextest (env DEVCHECK_REPORT_DIR); join with `cargo devcheck merge`
   --faults          include the planted-fault cases
   --snapshots DIR   directory of the reviewed readback snapshots (env DEVCHECK_SNAPSHOTS)
   --device D        run only on device D (cpu, cuda:N, mps); repeatable; a device that
@@ -111,8 +111,17 @@ pub const USAGE: &str = "devcheck options (before or among the libtest options):
   --trial-timeout S fail a trial still running after S seconds as hung (default 300;
                     env DEVCHECK_TRIAL_TIMEOUT); a case's own limit wins
   --dump DIR        save outputs, loss, gradients and parameters of every step as
-                    DIR/<case>/<device>.safetensors (compare with `cargo xtask compare`)
-  --no-tests WHAT   when a filter matches no trial: fail, warn (default) or pass";
+                    DIR/<case>/<device>.safetensors (compare with `cargo devcheck compare`)
+  --no-tests WHAT   when a filter matches no trial: fail, warn (default) or pass
+  --summary FORMAT  print the report's summary on stdout (markdown), the matrix's own
+                    output on stderr, for `>> \"$GITHUB_STEP_SUMMARY\"`
+
+verbs, instead of the matrix (`<verb> --help` for each):
+  sweep --case NAME   how far a case's batch scales, or its memory over epochs
+  doctor              what this libtorch can run here
+  compare A B         two dumps compared with torch.testing.assert_close's rules
+  observer-cost       the op observer's cost on the cases' steps
+  cases               the case names, one per line";
 
 impl Options {
     /// Splits devcheck's options from libtest's; errors name the bad argument.
@@ -404,18 +413,27 @@ impl Sink {
     }
 }
 
-/// Runs the cases with options and libtest arguments from the command line.
-pub fn run(cases: Vec<Case>) -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match Options::parse(&args) {
+/// Runs the cases with options and libtest arguments `args` (the command
+/// line without the program's name).
+pub fn run_args(cases: Vec<Case>, args: &[String]) -> ExitCode {
+    match parse_or_explain(args) {
         Ok((options, rest)) => run_with(cases, options, rest),
+        Err(code) => code,
+    }
+}
+
+/// The options, or the exit code after printing the usage (`--devcheck-help`)
+/// or the error.
+pub fn parse_or_explain(args: &[String]) -> Result<(Options, Vec<String>), ExitCode> {
+    match Options::parse(args) {
+        Ok(parsed) => Ok(parsed),
         Err(message) if message == HELP_REQUESTED => {
             println!("{USAGE}");
-            ExitCode::SUCCESS
+            Err(ExitCode::SUCCESS)
         }
         Err(message) => {
             eprintln!("error: {message}\n(`--devcheck-help` lists devcheck's options)");
-            ExitCode::from(2)
+            Err(ExitCode::from(2))
         }
     }
 }

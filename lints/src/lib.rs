@@ -13,6 +13,7 @@
 //! The library finds; [`render`] prints. The binary is thin glue over both.
 
 pub mod analysis;
+pub mod cli;
 pub mod config;
 mod engine;
 mod findings;

@@ -5,7 +5,9 @@
 //! in one file only, 2 bad input (the error, printed as `error: {error}` on
 //! stderr with nothing on stdout).
 
+use std::ffi::OsString;
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use thiserror::Error;
 
@@ -177,5 +179,71 @@ mod tests {
             message(0.0, -0.5),
             "--atol must be a finite number ≥ 0, got -0.5"
         );
+    }
+}
+
+/// Compare two safetensors files (a matrix `--dump`, or written by PyTorch)
+/// tensor by tensor with torch.testing.assert_close's rules (default rtol/atol
+/// by dtype, NaN never equal unless --equal-nan). Needs no libtorch.
+///
+/// Exit status: 0 all within tolerance, 1 a tensor beyond tolerance or in one
+/// file only, 2 bad input.
+#[derive(Debug, clap::Parser)]
+struct CommandLine {
+    /// The reference file (for example the CPU run's dump).
+    expected: PathBuf,
+    /// The file checked against it (for example the MPS run's dump).
+    actual: PathBuf,
+    /// Print one JSON document instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Relative tolerance for every tensor (needs --atol too).
+    #[arg(long, allow_negative_numbers = true)]
+    rtol: Option<f64>,
+    /// Absolute tolerance for every tensor (needs --rtol too).
+    #[arg(long, allow_negative_numbers = true)]
+    atol: Option<f64>,
+    /// Count NaN in the same place on both sides as equal.
+    #[arg(long)]
+    equal_nan: bool,
+}
+
+/// Runs the `compare` command line `args` (the program's name first), printing
+/// and exiting as documented on [`EXIT_PASSED`], [`EXIT_FAILED`] and
+/// [`EXIT_BAD_INPUT`]: what `cargo devcheck compare` and a devcheck test
+/// binary's `compare` verb do.
+pub fn main<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let parsed = match <CommandLine as clap::Parser>::try_parse_from(args) {
+        Ok(parsed) => parsed,
+        Err(error) => {
+            let _ = error.print();
+            return ExitCode::from(if error.use_stderr() {
+                EXIT_BAD_INPUT
+            } else {
+                EXIT_PASSED
+            });
+        }
+    };
+    let args = CompareArgs {
+        expected: parsed.expected,
+        actual: parsed.actual,
+        json: parsed.json,
+        rtol: parsed.rtol,
+        atol: parsed.atol,
+        equal_nan: parsed.equal_nan,
+    };
+    match run_compare(&args) {
+        Ok(output) => {
+            print!("{}", output.stdout);
+            ExitCode::from(output.exit_code)
+        }
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::from(error.exit_code())
+        }
     }
 }

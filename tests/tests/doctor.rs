@@ -1,12 +1,13 @@
-//! `devcheck-doctor` end to end: the JSON contract and the human table.
+//! `devcheck-matrix doctor` end to end: the JSON contract and the human table.
 
 use devcheck_tests::command;
 
 fn doctor(args: &[&str]) -> std::process::Output {
-    command("devcheck", "devcheck-doctor")
+    command("devcheck", "devcheck-matrix")
+        .arg("doctor")
         .args(args)
         .output()
-        .expect("run devcheck-doctor")
+        .expect("run devcheck-matrix doctor")
 }
 
 #[test]
@@ -54,7 +55,8 @@ fn json_reports_each_backend_versions_and_host() {
 
 #[test]
 fn json_records_behaviour_flags_that_are_set() {
-    let output = command("devcheck", "devcheck-doctor")
+    let output = command("devcheck", "devcheck-matrix")
+        .arg("doctor")
         .arg("--json")
         .env("PYTORCH_MPS_HIGH_WATERMARK_RATIO", "0.7")
         .output()
@@ -86,5 +88,5 @@ fn unknown_argument_is_a_usage_error() {
     let output = doctor(&["--jsn"]);
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("unexpected argument `--jsn`"), "{stderr}");
+    assert!(stderr.contains("unexpected argument '--jsn'"), "{stderr}");
 }

@@ -1,4 +1,4 @@
-//! `devcheck-sweep` on the CPU: the batch doubles until the memory ceiling, the
+//! `devcheck-matrix sweep` on the CPU: the batch doubles until the memory ceiling, the
 //! epoch sweep shows a leak for what it is, and both write JSON and SVG.
 
 use std::path::Path;
@@ -8,12 +8,13 @@ use devcheck_tests::command;
 use serde_json::Value;
 
 fn sweep(args: &[&str], out: &Path) -> Output {
-    command("devcheck", "devcheck-sweep")
+    command("devcheck", "devcheck-matrix")
+        .arg("sweep")
         .args(args)
         .arg("--out")
         .arg(out)
         .output()
-        .expect("run devcheck-sweep")
+        .expect("run devcheck-matrix sweep")
 }
 
 fn read_json(path: &Path) -> Value {

@@ -214,3 +214,172 @@ fn a_step_that_knows_its_batch_size_is_told_so_once_under_scaling() {
         );
     }
 }
+
+/// `cargo devcheck …` in the fixture repository, as its author would type it,
+/// sharing this workspace's target directory.
+fn cargo_devcheck(args: &[&str]) -> std::process::Output {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"));
+    Command::new(devcheck_tests::binary("cargo-devcheck", "cargo-devcheck"))
+        .arg("devcheck")
+        .args(args)
+        .current_dir(fixture())
+        .env("CARGO_TARGET_DIR", target)
+        .env("DEVCHECK_SOURCE_ROOT", fixture())
+        .env_remove("DEVCHECK_REPORT")
+        .output()
+        .expect("run cargo-devcheck")
+}
+
+#[test]
+fn cargo_devcheck_runs_sweeps_dumps_compares_bundles_and_merges_the_user_s_cases() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let dumps = dir.path().join("dumps");
+    let report_arg = report.to_str().unwrap();
+    // Both test targets (devices: classifier; examples: char-rnn, mnist-conv)
+    // found from the manifest, run, and joined into one report.
+    let output = cargo_devcheck(&[
+        "matrix",
+        "--device",
+        "cpu",
+        "--report",
+        report_arg,
+        "--dump",
+        dumps.to_str().unwrap(),
+        "--filter",
+        "::tolerance::cpu",
+        "--summary",
+        "markdown",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("== user-crate/devices =="), "{stderr}");
+    assert!(stderr.contains("== user-crate/examples =="), "{stderr}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.starts_with("### devcheck"),
+        "only the summary on stdout: {stdout}"
+    );
+    let joined: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let mut names: Vec<&str> = joined["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "char-rnn::tolerance::cpu",
+            "classifier::tolerance::cpu",
+            "mnist-conv::tolerance::cpu"
+        ]
+    );
+    assert_eq!(joined["cases"].as_array().unwrap().len(), 3, "{joined}");
+
+    // The dumps compare without libtorch.
+    let dump = dumps.join("char-rnn/cpu.safetensors");
+    let output = cargo_devcheck(&["compare", dump.to_str().unwrap(), dump.to_str().unwrap()]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    // The sweep finds the target that holds the case.
+    let out = dir.path().join("sweep");
+    let output = cargo_devcheck(&[
+        "sweep",
+        "--case",
+        "char-rnn",
+        "--out",
+        out.to_str().unwrap(),
+        "--device",
+        "cpu",
+        "--epochs",
+        "2",
+        "--steps-per-epoch",
+        "2",
+    ]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(out.join("char-rnn-cpu-epochs.json").is_file());
+
+    // A bundle for a machine without cargo: its run.sh runs both targets there.
+    let bundle = dir.path().join("bundle");
+    let output = cargo_devcheck(&["bundle", "--out", bundle.to_str().unwrap()]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let libtorch = std::env::var_os("LIBTORCH").expect("run under `cargo xtask test`");
+    let placement = dir.path().join("placement.json");
+    let output = Command::new(bundle.join("run.sh"))
+        .args(["--device", "cpu", "--report"])
+        .arg(&placement)
+        .arg("::placement::cpu")
+        .env("DEVCHECK_LIBTORCH_LIB", PathBuf::from(libtorch).join("lib"))
+        .env_remove("LD_LIBRARY_PATH")
+        .env("DEVCHECK_SOURCE_ROOT", fixture())
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // The classifier's host-made weights fail placement, at their line.
+    assert_eq!(output.status.code(), Some(101), "{stderr}");
+    let placed: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&placement).unwrap()).unwrap();
+    let failed: Vec<&str> = placed["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["outcome"] == "failed")
+        .map(|t| t["message"].as_str().unwrap())
+        .collect();
+    let line = line_of("Tensor::from_slice(&CLASS_WEIGHTS)");
+    assert_eq!(failed.len(), 1, "{placed}");
+    assert!(
+        failed[0].starts_with(&format!("src/lib.rs:{line}:")),
+        "{}",
+        failed[0]
+    );
+    assert_eq!(placed["trials"].as_array().unwrap().len(), 3);
+
+    // The two runs' reports merge into one matrix.
+    let merged = dir.path().join("merged.json");
+    let output = cargo_devcheck(&[
+        "merge",
+        report_arg,
+        placement.to_str().unwrap(),
+        "--out",
+        merged.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let merged: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&merged).unwrap()).unwrap();
+    assert_eq!(merged["trials"].as_array().unwrap().len(), 6, "{merged}");
+    let output = cargo_devcheck(&["sweep", "--case", "resnet"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&output.stderr)
+            .contains("no case named `resnet`; cases: classifier, char-rnn, mnist-conv"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

@@ -2,10 +2,12 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand, ValueEnum};
+pub use cargo_devcheck::cli::{MatrixArgs, MergeArgs};
+use clap::{Parser, Subcommand};
 
 /// devcheck's tasks. Those that build or run the harness provision libtorch first
-/// (fast once done); `merge` and `install-hook` need none.
+/// (fast once done); `merge`, `compare` and `install-hook` need none. The verbs
+/// `cargo devcheck` also has are that crate's code, run on the built-in cases.
 #[derive(Debug, Parser)]
 #[command(name = "cargo xtask", bin_name = "cargo xtask", version, about)]
 pub struct Cli {
@@ -25,7 +27,8 @@ pub enum Task {
         #[arg(long)]
         json: bool,
     },
-    /// Run the device matrix: built-in cases × devices × checks, with a JSON report.
+    /// Run the device matrix: built-in cases × devices × checks, with a JSON report
+    /// (`cargo devcheck matrix` on devcheck's own cases).
     Matrix(MatrixArgs),
     /// Join the reports of several machines (or nextest partitions) into one matrix.
     ///
@@ -38,7 +41,7 @@ pub enum Task {
     /// Exit status: 0 within tolerance, 1 a tensor beyond it, 2 bad input.
     #[command(disable_help_flag = true)]
     Compare {
-        /// EXPECTED ACTUAL [--json] [--rtol R --atol A] [--equal-nan], for devcheck-compare.
+        /// EXPECTED ACTUAL [--json] [--rtol R --atol A] [--equal-nan].
         #[arg(
             trailing_var_arg = true,
             allow_hyphen_values = true,
@@ -52,7 +55,7 @@ pub enum Task {
     /// `--help` lists the options (`--case NAME [--device D] [--epochs N] …`).
     #[command(disable_help_flag = true)]
     Sweep {
-        /// Options for devcheck-sweep.
+        /// Options for the sweep (`devcheck-matrix sweep`).
         #[arg(
             trailing_var_arg = true,
             allow_hyphen_values = true,
@@ -87,7 +90,7 @@ pub enum Task {
     /// `--help` lists the options (`--device D`, `--ms N`, `--batch-multiplier N`, `--json PATH`).
     #[command(disable_help_flag = true)]
     BenchObserver {
-        /// Options for devcheck-observer-cost.
+        /// Options for `devcheck-matrix observer-cost`.
         #[arg(
             trailing_var_arg = true,
             allow_hyphen_values = true,
@@ -101,55 +104,6 @@ pub enum Task {
         #[arg(long)]
         force: bool,
     },
-}
-
-/// `cargo xtask matrix`.
-#[derive(Debug, clap::Args)]
-pub struct MatrixArgs {
-    /// Where to write the JSON report.
-    #[arg(long, default_value = "target/devcheck/report.json")]
-    pub report: PathBuf,
-    /// Also run the planted-fault cases (they must fail their own check).
-    #[arg(long)]
-    pub faults: bool,
-    /// Run only trials whose name contains this (`cnn::`, `::tolerance::`, `::cuda:0`).
-    #[arg(long)]
-    pub filter: Option<String>,
-    /// Run only on this device (cpu, cuda:N, mps); repeatable.
-    #[arg(long = "device", value_name = "DEVICE")]
-    pub devices: Vec<String>,
-    /// Save every case's outputs, loss, gradients and parameters per step and device
-    /// as DIR/<case>/<device>.safetensors (compare them with `cargo xtask compare`).
-    #[arg(long, value_name = "DIR")]
-    pub dump: Option<PathBuf>,
-    /// Print a summary of the report on stdout (the matrix's own output goes to stderr).
-    #[arg(long, value_enum, value_name = "FORMAT")]
-    pub summary: Option<SummaryFormat>,
-    /// Arguments for the test runner itself (`--list`, `--exact`, `--format terse`, …).
-    #[arg(last = true)]
-    pub runner_args: Vec<String>,
-}
-
-/// `cargo xtask merge`.
-#[derive(Debug, clap::Args)]
-pub struct MergeArgs {
-    /// The reports to join: from `cargo xtask matrix`, a GPU bundle, nextest
-    /// fragments, or earlier merges.
-    #[arg(required = true, value_name = "REPORT")]
-    pub reports: Vec<PathBuf>,
-    /// Where to write the merged report.
-    #[arg(long, value_name = "PATH")]
-    pub out: PathBuf,
-    /// Print a summary of the merged report on stdout.
-    #[arg(long, value_enum, value_name = "FORMAT")]
-    pub summary: Option<SummaryFormat>,
-}
-
-/// The shapes `--summary` can print.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SummaryFormat {
-    /// GitHub-flavoured Markdown for a pull-request comment or `$GITHUB_STEP_SUMMARY`.
-    Markdown,
 }
 
 #[cfg(test)]
@@ -180,7 +134,10 @@ mod tests {
         };
         assert_eq!(args.reports, [PathBuf::from("a.json"), "b.json".into()]);
         assert_eq!(args.out, PathBuf::from("c.json"));
-        assert_eq!(args.summary, Some(SummaryFormat::Markdown));
+        assert_eq!(
+            args.summary,
+            Some(devcheck_report::summary::SummaryFormat::Markdown)
+        );
     }
 
     #[test]

@@ -1,14 +1,8 @@
-//! The parts of `cargo xtask` that need no libtorch and no child process: the
-//! command line, and the pure JSON work on matrix reports (reading, merging the
-//! reports of several machines, the device × check table and the Markdown
-//! summary). The binary (`main.rs`) is glue over these plus provisioning.
+//! The command line of `cargo xtask`. The binary (`main.rs`) runs it on
+//! cargo-devcheck's library (provisioning, the matrix, merge, compare, the
+//! bundle, the hook) with devcheck's built-in cases.
 //!
 //! Being a library lets tests check the command line (`tests/readme.rs` parses
-//! every `cargo xtask` line of the README's workflows) and snapshot the summary
-//! without running anything.
+//! every `cargo xtask` line of the README's workflows) without running anything.
 
 pub mod cli;
-pub mod device_matrix;
-pub mod merge;
-pub mod report;
-pub mod summary;

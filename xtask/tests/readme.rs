@@ -54,13 +54,18 @@ fn run_scripts(workflow: &Yaml) -> Vec<String> {
 /// lines joined, `${{ … }}` replaced by a plausible value, and redirections,
 /// pipes and following commands cut off.
 fn xtask_commands(script: &str) -> Vec<Vec<String>> {
+    commands_of(script, "cargo xtask ")
+}
+
+/// The same for `prefix` (`cargo devcheck `).
+fn commands_of(script: &str, prefix: &str) -> Vec<Vec<String>> {
     let script = script.replace("\\\n", " ");
     let mut commands = Vec::new();
     for line in script.lines() {
-        let Some(at) = line.find("cargo xtask ") else {
+        let Some(at) = line.find(prefix) else {
             continue;
         };
-        let mut command = substitute_expressions(&line[at + "cargo xtask ".len()..]);
+        let mut command = substitute_expressions(&line[at + prefix.len()..]);
         if let Some(end) = command.find(['>', '|', ';', '&']) {
             command.truncate(end);
         }
@@ -94,7 +99,12 @@ fn substitute_expressions(text: &str) -> String {
 #[test]
 fn readme_workflows_parse_and_their_xtask_commands_are_valid() {
     let blocks = yaml_blocks(&readme());
-    assert_eq!(blocks.len(), 2, "the CI workflow and the nextest example");
+    assert_eq!(
+        blocks.len(),
+        3,
+        "a user's workflow with cargo devcheck, the CI workflow and the nextest example"
+    );
+    let mut devcheck_verbs = Vec::new();
     let mut verbs = Vec::new();
     for block in &blocks {
         let documents = Yaml::load_from_str(block)
@@ -106,6 +116,19 @@ fn readme_workflows_parse_and_their_xtask_commands_are_valid() {
             "no jobs in:\n{block}"
         );
         for script in run_scripts(workflow) {
+            for args in commands_of(&script, "cargo devcheck ") {
+                let argv = std::iter::once("cargo devcheck".to_owned()).chain(args.iter().cloned());
+                let cli = cargo_devcheck::cli::Cli::try_parse_from(argv).unwrap_or_else(|error| {
+                    panic!(
+                        "`cargo devcheck {}` does not parse:\n{error}",
+                        args.join(" ")
+                    )
+                });
+                devcheck_verbs.push(match cli.verb {
+                    cargo_devcheck::cli::Verb::Matrix(_) => "matrix",
+                    other => panic!("the user's workflow runs only matrix, not {other:?}"),
+                });
+            }
             for args in xtask_commands(&script) {
                 let argv = std::iter::once("cargo xtask".to_owned()).chain(args.iter().cloned());
                 let cli = Cli::try_parse_from(argv).unwrap_or_else(|error| {
@@ -123,6 +146,7 @@ fn readme_workflows_parse_and_their_xtask_commands_are_valid() {
         }
     }
     assert_eq!(verbs, ["matrix", "matrix", "matrix", "merge", "merge"]);
+    assert_eq!(devcheck_verbs, ["matrix"]);
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! `cargo xtask install-hook`: a git pre-commit hook that runs devcheck-lint
+//! `cargo devcheck install-hook` (and devcheck's `cargo xtask install-hook`): a git pre-commit hook that runs devcheck-lint
 //! on what is about to be committed.
 
 use std::path::{Path, PathBuf};
@@ -13,7 +13,7 @@ use anyhow::{bail, Context, Result};
 /// any file name works. Calls into files that are not staged are not
 /// followed there.
 const SCRIPT: &str = r#"#!/bin/sh
-# devcheck-lint pre-commit hook, written by `cargo xtask install-hook`.
+# devcheck-lint pre-commit hook, written by `cargo devcheck install-hook`.
 # Lints the staged content of the staged Rust files; warnings and errors
 # block the commit, notes pass. Skip it once with `git commit --no-verify`.
 set -eu
@@ -32,13 +32,16 @@ mkdir "$work/index"
 } | git checkout-index -z --stdin --prefix="$work/index/"
 
 # DEVCHECK_LINT names a devcheck-lint binary; inside the devcheck workspace
-# the current source is built; elsewhere an installed devcheck-lint is used.
+# the current source is built; elsewhere an installed devcheck-lint, else
+# cargo-devcheck's `lint`, is used.
 if [ -n "${DEVCHECK_LINT:-}" ]; then
     set -- "$DEVCHECK_LINT" --
 elif [ -f "$root/lints/Cargo.toml" ]; then
     set -- cargo run --quiet --manifest-path "$root/Cargo.toml" --package devcheck-lint -- --
 elif command -v devcheck-lint >/dev/null 2>&1; then
     set -- devcheck-lint --
+elif command -v cargo-devcheck >/dev/null 2>&1; then
+    set -- cargo-devcheck devcheck lint --
 else
     echo "devcheck-lint: not found; install it with \`cargo install --locked --git <devcheck repository> devcheck-lint\`, or set DEVCHECK_LINT to its path" >&2
     exit 1
@@ -81,7 +84,7 @@ pub fn install(root: &Path, force: bool) -> Result<PathBuf> {
         if hook.exists() && !force {
             bail!(
                 "{} already exists and is not devcheck's hook; move it aside (or merge it into \
-                 yours by hand), or run `cargo xtask install-hook --force` to replace it",
+                 yours by hand), or run `cargo devcheck install-hook --force` to replace it",
                 hook.display()
             );
         }

@@ -1,4 +1,4 @@
-//! `cargo xtask merge` end to end: the built binary on the report fixtures in
+//! `cargo devcheck merge` end to end: the built binary on the report fixtures in
 //! `tests/fixtures/reports/`.
 
 use std::path::{Path, PathBuf};
@@ -12,14 +12,14 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn xtask_merge(reports: &[&Path], out: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_xtask"))
+fn devcheck_merge(reports: &[&Path], out: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cargo-devcheck"))
         .arg("merge")
         .args(reports)
         .arg("--out")
         .arg(out)
         .output()
-        .expect("the xtask binary runs")
+        .expect("cargo-devcheck runs")
 }
 
 fn stderr(output: &Output) -> String {
@@ -48,7 +48,7 @@ fn merges_reports_of_one_commit_into_one_matrix() {
         fixture("h100-cuda.json"),
         fixture("mac-mps.json"),
     ];
-    let output = xtask_merge(
+    let output = devcheck_merge(
         &inputs.iter().map(PathBuf::as_path).collect::<Vec<_>>(),
         &out,
     );
@@ -99,7 +99,7 @@ fn merges_reports_of_one_commit_into_one_matrix() {
 fn a_merged_report_merges_again() {
     let dir = tempfile::tempdir().unwrap();
     let once = dir.path().join("once.json");
-    let output = xtask_merge(
+    let output = devcheck_merge(
         &[
             &fixture("vm-cpu-at-00ee538f.json"),
             &fixture("h100-cuda.json"),
@@ -108,7 +108,7 @@ fn a_merged_report_merges_again() {
     );
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let twice = dir.path().join("twice.json");
-    let output = xtask_merge(&[&once, &fixture("mac-mps.json")], &twice);
+    let output = devcheck_merge(&[&once, &fixture("mac-mps.json")], &twice);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let merged = read_json(&twice);
     assert_eq!(merged["machines"].as_array().unwrap().len(), 3);
@@ -118,7 +118,7 @@ fn a_merged_report_merges_again() {
 #[test]
 fn summary_goes_to_stdout_alone() {
     let dir = tempfile::tempdir().unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
+    let output = Command::new(env!("CARGO_BIN_EXE_cargo-devcheck"))
         .arg("merge")
         .arg(fixture("vm-cpu-at-00ee538f.json"))
         .arg(fixture("h100-cuda.json"))
@@ -143,7 +143,7 @@ fn summary_goes_to_stdout_alone() {
 fn different_commits_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("merged.json");
-    let output = xtask_merge(&[&fixture("vm-cpu.json"), &fixture("h100-cuda.json")], &out);
+    let output = devcheck_merge(&[&fixture("vm-cpu.json"), &fixture("h100-cuda.json")], &out);
     assert_eq!(output.status.code(), Some(2));
     let message = stderr(&output);
     assert!(
@@ -165,7 +165,7 @@ fn different_cases_are_refused() {
         trials.retain(|t| t["case"] != "lstm");
         report["cases"] = serde_json::json!(["classifier", "cnn", "transformer", "gru"]);
     });
-    let output = xtask_merge(
+    let output = devcheck_merge(
         &[&fixture("vm-cpu-at-00ee538f.json"), &without_lstm],
         &dir.path().join("merged.json"),
     );
@@ -187,7 +187,7 @@ fn missing_commit_warns_and_merges() {
     let no_commit = edited(dir.path(), "h100-cuda.json", "no-commit.json", |report| {
         report["environment"]["git_commit"] = Value::Null;
     });
-    let output = xtask_merge(
+    let output = devcheck_merge(
         &[&fixture("vm-cpu.json"), &no_commit],
         &dir.path().join("merged.json"),
     );
@@ -204,7 +204,7 @@ fn invalid_json_names_the_file_line_and_column() {
     let dir = tempfile::tempdir().unwrap();
     let broken = dir.path().join("broken.json");
     std::fs::write(&broken, "{\n  \"schema\": 1,\n  \"complete\": yes\n}\n").unwrap();
-    let output = xtask_merge(&[&broken], &dir.path().join("merged.json"));
+    let output = devcheck_merge(&[&broken], &dir.path().join("merged.json"));
     assert_eq!(output.status.code(), Some(2));
     assert_eq!(
         stderr(&output),
@@ -221,10 +221,10 @@ fn another_schema_is_refused_by_name() {
     let future = edited(dir.path(), "vm-cpu.json", "future.json", |report| {
         report["schema"] = serde_json::json!(2);
     });
-    let output = xtask_merge(&[&future], &dir.path().join("merged.json"));
+    let output = devcheck_merge(&[&future], &dir.path().join("merged.json"));
     assert_eq!(output.status.code(), Some(2));
     assert!(
-        stderr(&output).contains("future.json: report schema is 2, this xtask reads schema 1"),
+        stderr(&output).contains("future.json: report schema is 2, this devcheck reads schema 1"),
         "{}",
         stderr(&output)
     );
@@ -234,7 +234,7 @@ fn another_schema_is_refused_by_name() {
 fn missing_file_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("absent.json");
-    let output = xtask_merge(
+    let output = devcheck_merge(
         &[&fixture("vm-cpu.json"), &missing],
         &dir.path().join("m.json"),
     );
@@ -254,7 +254,7 @@ fn the_same_report_twice_is_a_duplicate_trial() {
     let dir = tempfile::tempdir().unwrap();
     let copy = dir.path().join("copy.json");
     std::fs::copy(fixture("vm-cpu.json"), &copy).unwrap();
-    let output = xtask_merge(
+    let output = devcheck_merge(
         &[&fixture("vm-cpu.json"), &copy],
         &dir.path().join("m.json"),
     );

@@ -1,5 +1,5 @@
-//! The matrix report (schema 1, written by `harness/src/report.rs`) as xtask
-//! reads it: typed where merge and the summary look, everything else kept
+//! The matrix report (schema 1, written by `harness/src/report.rs`) as merge
+//! and the summary read it: typed where they look, everything else kept
 //! verbatim in `rest` so that a merge loses nothing.
 //!
 //! A merged report has the same shape, with `machines` instead of
@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-/// The report layout this xtask reads and writes.
+/// The report layout this crate reads and writes.
 pub const SCHEMA: u64 = 1;
 
 /// The checks, in the order the harness runs and tables show them.
@@ -73,7 +73,7 @@ pub struct Report {
     pub totals: Totals,
     /// Every trial recorded.
     pub trials: Vec<Trial>,
-    /// Fields this xtask does not read, kept as they were.
+    /// Fields this crate does not read, kept as they were.
     #[serde(flatten)]
     pub rest: Map<String, Value>,
 }
@@ -118,7 +118,7 @@ pub struct Machine {
     pub sources: Vec<String>,
     /// Where it ran.
     pub environment: Environment,
-    /// Fields this xtask does not read, kept as they were.
+    /// Fields this crate does not read, kept as they were.
     #[serde(flatten)]
     pub rest: Map<String, Value>,
 }
@@ -264,7 +264,7 @@ pub enum LoadError {
         message: String,
     },
     /// A report of another layout.
-    #[error("{}: report schema is {found}, this xtask reads schema {SCHEMA}: {hint}", path.display())]
+    #[error("{}: report schema is {found}, this devcheck reads schema {SCHEMA}: {hint}", path.display())]
     Schema {
         /// The report.
         path: PathBuf,
@@ -303,13 +303,10 @@ pub fn parse(path: &Path, text: &str) -> Result<Report, LoadError> {
         Some(Value::Number(n)) if n.as_u64() == Some(SCHEMA) => {}
         found => {
             let (found, hint) = match found {
-                None => (
-                    "missing".to_owned(),
-                    "is this a report from `cargo xtask matrix`?",
-                ),
+                None => ("missing".to_owned(), "is this a devcheck matrix report?"),
                 Some(value) => (
                     value.to_string(),
-                    "merge it with the xtask of the devcheck that wrote it",
+                    "merge it with the devcheck that wrote it",
                 ),
             };
             return Err(LoadError::Schema {
@@ -410,8 +407,8 @@ mod tests {
         let error = parse(Path::new("r.json"), r#"{"schema": 2}"#).unwrap_err();
         assert_eq!(
             error.to_string(),
-            "r.json: report schema is 2, this xtask reads schema 1: \
-             merge it with the xtask of the devcheck that wrote it"
+            "r.json: report schema is 2, this devcheck reads schema 1: \
+             merge it with the devcheck that wrote it"
         );
         let error = parse(Path::new("r.json"), r#"{"complete": true}"#).unwrap_err();
         assert!(

@@ -5,7 +5,6 @@ use std::fmt::Write as _;
 
 use std::path::Path;
 
-use crate::cli::SummaryFormat;
 use crate::device_matrix::{describe, mark, DeviceMatrix};
 use crate::report::{Report, CHECKS};
 
@@ -13,6 +12,26 @@ use crate::report::{Report, CHECKS};
 const OPEN_FAILURES: usize = 5;
 /// Longest failure message shown, in characters.
 const MESSAGE_CHARS: usize = 300;
+
+/// The shapes a summary comes in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SummaryFormat {
+    /// GitHub-flavoured Markdown for a pull-request comment or `$GITHUB_STEP_SUMMARY`.
+    Markdown,
+}
+
+impl std::str::FromStr for SummaryFormat {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "markdown" => Ok(SummaryFormat::Markdown),
+            other => Err(format!(
+                "unknown summary format `{other}`: expected `markdown`"
+            )),
+        }
+    }
+}
 
 /// The report in the format asked for.
 pub fn render(format: SummaryFormat, report: &Report) -> String {

@@ -1,4 +1,4 @@
-//! `cargo xtask merge`: reports of several machines (or nextest fragments of
+//! `merge`: reports of several machines (or nextest fragments of
 //! one) joined into one report, refusing what would make the joined matrix a lie
 //! (different cases, different commits, one trial twice on one machine).
 
@@ -313,6 +313,98 @@ fn merged_cases(inputs: &[Input]) -> Option<Vec<String>> {
     any.then_some(cases)
 }
 
+/// Why the reports of one run's test targets cannot be joined.
+#[derive(Debug, thiserror::Error)]
+pub enum JoinError {
+    /// No reports.
+    #[error("nothing to join: no test target wrote a report")]
+    Empty,
+    /// Two targets define a case of the same name.
+    #[error(
+        "case `{case}` is in {first} and in {second}\n  \
+         = help: give each case a name of its own: trial names and readback snapshots would collide"
+    )]
+    DuplicateCase {
+        /// The case's name.
+        case: String,
+        /// The first target's report.
+        first: String,
+        /// The second's.
+        second: String,
+    },
+    /// A target's report came from another machine or a merge.
+    #[error(
+        "{name} is not a single run's report (it has no environment, or another one than {first})"
+    )]
+    NotOneRun {
+        /// The report that differs.
+        name: String,
+        /// The first report.
+        first: String,
+    },
+}
+
+/// Joins the reports that one run of several test targets (binaries with
+/// different cases, on one machine) wrote into the one report of that run.
+/// Unlike [`merge`], the cases differ and the machine is the same.
+pub fn join(inputs: &[Input]) -> Result<Report, JoinError> {
+    let first = inputs.first().ok_or(JoinError::Empty)?;
+    let environment = first.report.environment.clone();
+    let mut owner: HashMap<&str, &str> = HashMap::new();
+    for input in inputs {
+        if environment.is_none()
+            || input.report.environment.as_ref().map(|e| &e.host)
+                != environment.as_ref().map(|e| &e.host)
+        {
+            return Err(JoinError::NotOneRun {
+                name: input.name.clone(),
+                first: first.name.clone(),
+            });
+        }
+        let cases: BTreeSet<&str> = match &input.report.cases {
+            Some(cases) => cases.iter().map(String::as_str).collect(),
+            None => input
+                .report
+                .trials
+                .iter()
+                .map(|t| t.case.as_str())
+                .collect(),
+        };
+        for case in cases {
+            if let Some(previous) = owner.insert(case, &input.name) {
+                return Err(JoinError::DuplicateCase {
+                    case: case.to_owned(),
+                    first: previous.to_owned(),
+                    second: input.name.clone(),
+                });
+            }
+        }
+    }
+    let trials: Vec<_> = inputs
+        .iter()
+        .flat_map(|i| i.report.trials.iter().cloned())
+        .collect();
+    let mut rest = Map::new();
+    for input in inputs {
+        for (key, value) in &input.report.rest {
+            rest.entry(key.clone()).or_insert_with(|| value.clone());
+        }
+    }
+    let interrupted = inputs.iter().find_map(|i| i.report.interrupted.clone());
+    Ok(Report {
+        schema: SCHEMA,
+        complete: inputs.iter().all(|i| i.report.complete),
+        interrupted,
+        cases: merged_cases(inputs),
+        devices_not_run: merged_devices_not_run(inputs),
+        environment,
+        machines: None,
+        totals: Totals::of(&trials),
+        trials,
+        rest,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -498,5 +590,67 @@ mod tests {
             name: "merged.json".into(),
             report,
         }
+    }
+
+    #[test]
+    fn join_takes_every_target_s_cases_and_keeps_what_was_not_run() {
+        let env = environment("box", Some("abc1234"), false);
+        let mut devices = input(
+            "devices.json",
+            env.clone(),
+            vec![trial("classifier", "placement", "cpu", Outcome::Failed)],
+        );
+        devices.report.cases = Some(vec!["classifier".into()]);
+        devices.report.devices_not_run = Some(vec![DeviceNotRun {
+            device: "cuda".into(),
+            reason: "no GPU".into(),
+        }]);
+        let mut examples = input(
+            "examples.json",
+            env.clone(),
+            vec![
+                trial("char-rnn", "placement", "cpu", Outcome::Passed),
+                trial("mnist-conv", "placement", "cpu", Outcome::Passed),
+            ],
+        );
+        examples.report.cases = Some(vec!["char-rnn".into(), "mnist-conv".into()]);
+        examples.report.complete = false;
+        let joined = join(&[devices, examples]).unwrap();
+        assert_eq!(
+            joined.cases.as_deref().unwrap(),
+            ["classifier", "char-rnn", "mnist-conv"]
+        );
+        assert_eq!(joined.trials.len(), 3);
+        assert_eq!((joined.totals.passed, joined.totals.failed), (2, 1));
+        assert!(!joined.complete);
+        assert_eq!(joined.environment, Some(env));
+        assert_eq!(joined.devices_not_run.unwrap()[0].device, "cuda");
+    }
+
+    #[test]
+    fn join_refuses_a_case_in_two_targets_and_another_machine() {
+        let env = environment("box", None, false);
+        let a = input(
+            "a.json",
+            env.clone(),
+            vec![trial("net", "placement", "cpu", Outcome::Passed)],
+        );
+        let b = input(
+            "b.json",
+            env,
+            vec![trial("net", "memory", "cpu", Outcome::Passed)],
+        );
+        let error = join(&[a.clone(), b]).unwrap_err().to_string();
+        assert!(
+            error.starts_with("case `net` is in a.json and in b.json"),
+            "{error}"
+        );
+        let other = input("c.json", environment("other", None, false), vec![]);
+        let error = join(&[a, other]).unwrap_err().to_string();
+        assert!(
+            error.starts_with("c.json is not a single run's report"),
+            "{error}"
+        );
+        assert!(matches!(join(&[]), Err(JoinError::Empty)));
     }
 }

@@ -1,16 +1,16 @@
-//! Snapshots (in `snapshots/xtask/`) of the Markdown summary and of a merged
+//! Snapshots (in `snapshots/report/`) of the Markdown summary and of a merged
 //! report, from the real reports in `tests/fixtures/reports/`.
 
 use std::path::{Path, PathBuf};
 
-use xtask::merge::{merge, Input};
-use xtask::report::{self, Report};
-use xtask::summary;
+use devcheck_report::merge::{merge, Input};
+use devcheck_report::report::{self, Report};
+use devcheck_report::summary;
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
-        .expect("xtask/ sits in the workspace")
+        .expect("report/ sits in the workspace")
         .to_owned()
 }
 
@@ -32,7 +32,7 @@ fn merged(names: &[&str]) -> Report {
 
 fn settings() -> insta::Settings {
     let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path(workspace().join("snapshots/xtask"));
+    settings.set_snapshot_path(workspace().join("snapshots/report"));
     settings.set_prepend_module_to_snapshot(false);
     settings.set_omit_expression(true);
     settings
