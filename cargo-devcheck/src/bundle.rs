@@ -126,7 +126,7 @@ pub fn assemble(
         targets.push('\n');
     }
     fs::write(out.join("TARGETS"), targets)?;
-    shrink(helper, &out.join("cargo-devcheck"), "--strip-debug")?;
+    shrink(helper, &out.join("cargo-devcheck"), "--strip-all")?;
     let run = out.join("run.sh");
     fs::write(&run, RUN_SH)?;
     make_executable(&run)?;

@@ -222,7 +222,10 @@ pub fn run_targets(built: &[Built], run: &Run) -> Result<ExitCode> {
             .join(format!("{}.json", target.target.file_stem()));
         let _ = std::fs::remove_file(&part);
         let mut command = target.command(run.torch);
-        command.arg("--report").arg(&part);
+        command
+            .arg("--report")
+            .arg(&part)
+            .env("DEVCHECK_REPORT_PART", "1");
         command.arg("--snapshots").arg(&target.target.snapshots);
         command.args(&run.args);
         if let Some(commit) = &run.commit {

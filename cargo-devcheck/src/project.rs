@@ -43,8 +43,12 @@ pub struct Target {
 }
 
 impl Target {
-    /// `package/test` or `package/bin`, as messages name it.
+    /// `package/target` as messages name it (a bundle's: `package-target`).
     pub fn label(&self) -> String {
+        if self.package.is_empty() {
+            // A bundle's target, already named `<package>-<target>`.
+            return self.name.clone();
+        }
         format!("{}/{}", self.package, self.name)
     }
 

@@ -616,7 +616,13 @@ pub fn run_with(cases: Vec<Case>, options: Options, libtest_args: Vec<String>) -
     report.complete = true;
     sink.save(&report);
     eprintln!("\n{}", report.table());
-    if let Some(path) = &sink.path {
+    // Under `cargo devcheck`, this report is one part of the run's report,
+    // which cargo devcheck names once.
+    if let Some(path) = sink
+        .path
+        .as_ref()
+        .filter(|_| std::env::var_os("DEVCHECK_REPORT_PART").is_none())
+    {
         eprintln!("report: {}", path.display());
     }
     if conclusion.has_failed() {
