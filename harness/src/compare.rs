@@ -15,6 +15,8 @@ use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, TchError, Tensor};
 use thiserror::Error;
 
+pub(crate) use devcheck_report::python::{float_repr, tuple_repr};
+
 /// How close two values must be: `|actual - expected| <= atol + rtol * |expected|`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Tolerance {
@@ -90,20 +92,20 @@ pub struct Comparison {
     /// The dtype both tensors were promoted to, in PyTorch's spelling (`"float32"`).
     pub dtype: String,
     /// Greatest `|actual - expected|` over mismatched elements.
-    #[serde(with = "non_finite_as_string")]
+    #[serde(with = "devcheck_report::assert_close::non_finite")]
     pub max_abs_diff: f64,
     /// Where `max_abs_diff` is; empty for 0-dim tensors.
     pub max_abs_index: Vec<i64>,
     /// Greatest `|actual - expected| / |expected|` over mismatched elements.
-    #[serde(with = "non_finite_as_string")]
+    #[serde(with = "devcheck_report::assert_close::non_finite")]
     pub max_rel_diff: f64,
     /// Where `max_rel_diff` is; empty for 0-dim tensors.
     pub max_rel_index: Vec<i64>,
     /// Relative tolerance used.
-    #[serde(with = "non_finite_as_string")]
+    #[serde(with = "devcheck_report::assert_close::non_finite")]
     pub rtol: f64,
     /// Absolute tolerance used.
-    #[serde(with = "non_finite_as_string")]
+    #[serde(with = "devcheck_report::assert_close::non_finite")]
     pub atol: f64,
 }
 
@@ -275,16 +277,16 @@ impl Comparison {
             if self.rtol == 0.0 && self.atol == 0.0 {
                 String::new()
             } else {
-                format!(" (up to {} allowed)", python_float(tolerance))
+                format!(" (up to {} allowed)", float_repr(tolerance))
             }
         };
         // Integer differences are Python ints in assert_close, printed without ".0".
         let abs_diff = if is_integral_name(&self.dtype) {
             format!("{}", self.max_abs_diff as i64)
         } else {
-            python_float(self.max_abs_diff)
+            float_repr(self.max_abs_diff)
         };
-        let rel_diff = python_float(self.max_rel_diff);
+        let rel_diff = float_repr(self.max_rel_diff);
         if self.shape.is_empty() {
             return format!(
                 "Absolute difference: {abs_diff}{}\nRelative difference: {rel_diff}{}",
@@ -300,9 +302,9 @@ impl Comparison {
              Greatest relative difference: {rel_diff} at index {}{}",
             self.mismatched,
             self.total,
-            python_tuple(&self.max_abs_index),
+            tuple_repr(&self.max_abs_index),
             allowance(self.atol),
-            python_tuple(&self.max_rel_index),
+            tuple_repr(&self.max_rel_index),
             allowance(self.rtol),
         )
     }
@@ -448,97 +450,6 @@ fn kind_name(kind: Kind) -> &'static str {
         Kind::Float8e4m3fn => "float8_e4m3fn",
         Kind::Float8e5m2fnuz => "float8_e5m2fnuz",
         Kind::Float8e4m3fnuz => "float8_e4m3fnuz",
-    }
-}
-
-/// A float as Python's `repr` writes it, so that messages match `assert_close`'s.
-pub(crate) fn python_float(value: f64) -> String {
-    if value.is_nan() {
-        return "nan".to_string();
-    }
-    if value.is_infinite() {
-        return if value > 0.0 { "inf" } else { "-inf" }.to_string();
-    }
-    // Both languages print the shortest digits that round-trip; they differ in layout.
-    let scientific = format!("{value:e}");
-    let (mantissa, exponent) = scientific
-        .split_once('e')
-        .expect("`{:e}` always writes an exponent");
-    let exponent: i32 = exponent.parse().expect("`{:e}` writes an integer exponent");
-    if (-4..16).contains(&exponent) {
-        let fixed = value.to_string();
-        if fixed.contains('.') {
-            fixed
-        } else {
-            fixed + ".0"
-        }
-    } else {
-        let sign = if exponent < 0 { '-' } else { '+' };
-        format!("{mantissa}e{sign}{:02}", exponent.abs())
-    }
-}
-
-/// An index as Python prints a tuple: `()`, `(3,)`, `(0, 1)`.
-pub(crate) fn python_tuple(index: &[i64]) -> String {
-    match index {
-        [single] => format!("({single},)"),
-        _ => {
-            let items: Vec<String> = index.iter().map(i64::to_string).collect();
-            format!("({})", items.join(", "))
-        }
-    }
-}
-
-/// Serde for an `f64` that may be non-finite, which JSON numbers cannot hold:
-/// NaN and the infinities are written as `"nan"`, `"inf"` and `"-inf"`.
-mod non_finite_as_string {
-    use serde::de::{self, Visitor};
-    use serde::{Deserializer, Serializer};
-    use std::fmt;
-
-    pub fn serialize<S: Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
-        if value.is_nan() {
-            serializer.serialize_str("nan")
-        } else if value.is_infinite() {
-            serializer.serialize_str(if *value > 0.0 { "inf" } else { "-inf" })
-        } else {
-            serializer.serialize_f64(*value)
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
-        deserializer.deserialize_any(NumberOrName)
-    }
-
-    struct NumberOrName;
-
-    impl Visitor<'_> for NumberOrName {
-        type Value = f64;
-
-        fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
-            formatter.write_str(r#"a number, "nan", "inf" or "-inf""#)
-        }
-
-        fn visit_f64<E: de::Error>(self, value: f64) -> Result<f64, E> {
-            Ok(value)
-        }
-
-        fn visit_i64<E: de::Error>(self, value: i64) -> Result<f64, E> {
-            Ok(value as f64)
-        }
-
-        fn visit_u64<E: de::Error>(self, value: u64) -> Result<f64, E> {
-            Ok(value as f64)
-        }
-
-        fn visit_str<E: de::Error>(self, value: &str) -> Result<f64, E> {
-            match value {
-                "nan" => Ok(f64::NAN),
-                "inf" => Ok(f64::INFINITY),
-                "-inf" => Ok(f64::NEG_INFINITY),
-                other => Err(E::invalid_value(de::Unexpected::Str(other), &self)),
-            }
-        }
     }
 }
 
@@ -1124,29 +1035,5 @@ mod tests {
         .unwrap();
         assert_eq!(infinite.max_rel_diff, f64::NEG_INFINITY);
         assert!(serde_json::from_str::<Comparison>(&json.replace("\"nan\"", "\"NaN\"")).is_err());
-    }
-
-    #[test]
-    fn floats_print_as_python_repr() {
-        let cases = [
-            (0.0, "0.0"),
-            (-0.0, "-0.0"),
-            (3.0, "3.0"),
-            (1e-5, "1e-05"),
-            (1.3e-6, "1.3e-06"),
-            (0.0001, "0.0001"),
-            (0.0009999871253967285, "0.0009999871253967285"),
-            (1e15, "1000000000000000.0"),
-            (1e16, "1e+16"),
-            (-2.5e20, "-2.5e+20"),
-            (f64::NAN, "nan"),
-            (f64::NEG_INFINITY, "-inf"),
-        ];
-        for (value, repr) in cases {
-            assert_eq!(python_float(value), repr);
-        }
-        assert_eq!(python_tuple(&[]), "()");
-        assert_eq!(python_tuple(&[4]), "(4,)");
-        assert_eq!(python_tuple(&[0, 1, 2]), "(0, 1, 2)");
     }
 }

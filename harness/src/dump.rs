@@ -1,7 +1,7 @@
 //! Tensors saved as safetensors, the format the ecosystem shares with Python:
 //! `matrix --dump DIR` writes each case's trajectory per device as
-//! `DIR/<case>/<device>.safetensors`, and `devcheck-compare` reads two such
-//! files (or any written by PyTorch) back.
+//! `DIR/<case>/<device>.safetensors`; `devcheck_report::dump` reads such files
+//! (or any written by PyTorch) back, without libtorch, for `compare`.
 //!
 //! A trajectory file holds, for every step `k` the tolerance check runs,
 //! `step<k>.output.<name>`, `step<k>.loss`, `step<k>.grad.<parameter>` and
@@ -13,9 +13,9 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use safetensors::tensor::{Dtype, SafeTensors, View};
+use safetensors::tensor::{Dtype, View};
 use safetensors::SafeTensorError;
-use tch::{Kind, Tensor};
+use tch::Tensor;
 use thiserror::Error;
 
 use crate::case::Named;
@@ -148,86 +148,6 @@ pub fn write(
     Ok(())
 }
 
-/// A file's tensors (on the CPU, in file order by name) and its metadata.
-#[derive(Debug)]
-pub struct Dump {
-    /// The file's `__metadata__`, if it has one.
-    pub metadata: BTreeMap<String, String>,
-    /// The tensors.
-    pub tensors: Named,
-}
-
-/// Reads a safetensors file, whoever wrote it.
-pub fn read(path: &Path) -> Result<Dump, DumpError> {
-    let buffer = std::fs::read(path).map_err(|source| DumpError::Io {
-        path: path.to_owned(),
-        source,
-    })?;
-    let format = |source| DumpError::Format {
-        path: path.to_owned(),
-        source,
-    };
-    let (_, header) = SafeTensors::read_metadata(&buffer).map_err(format)?;
-    let metadata = header
-        .metadata()
-        .clone()
-        .unwrap_or_default()
-        .into_iter()
-        .collect();
-    let file = SafeTensors::deserialize(&buffer).map_err(format)?;
-    let mut tensors = file
-        .tensors()
-        .into_iter()
-        .map(|(name, view)| {
-            if Kind::try_from(view.dtype()).is_err() {
-                return Err(DumpError::Dtype {
-                    path: path.to_owned(),
-                    name,
-                    dtype: format!("{:?}", view.dtype()),
-                    action: "read",
-                });
-            }
-            let tensor = Tensor::try_from(view).map_err(|source| DumpError::Torch {
-                path: path.to_owned(),
-                name: name.clone(),
-                source,
-            })?;
-            Ok((name, tensor))
-        })
-        .collect::<Result<Named, DumpError>>()?;
-    tensors.sort_by(|a, b| natural_order(&a.0, &b.0));
-    Ok(Dump { metadata, tensors })
-}
-
-/// Orders names with their digit runs compared as numbers (`step2` < `step10`).
-pub fn natural_order(a: &str, b: &str) -> std::cmp::Ordering {
-    fn chunks(text: &str) -> Vec<(bool, &str)> {
-        let mut out = Vec::new();
-        let mut start = 0;
-        let bytes = text.as_bytes();
-        for i in 1..=bytes.len() {
-            if i == bytes.len() || bytes[i].is_ascii_digit() != bytes[start].is_ascii_digit() {
-                out.push((bytes[start].is_ascii_digit(), &text[start..i]));
-                start = i;
-            }
-        }
-        out
-    }
-    let (ca, cb) = (chunks(a), chunks(b));
-    for ((da, ta), (db, tb)) in ca.iter().zip(cb.iter()) {
-        let order = if *da && *db {
-            let (na, nb) = (ta.trim_start_matches('0'), tb.trim_start_matches('0'));
-            na.len().cmp(&nb.len()).then(na.cmp(nb))
-        } else {
-            ta.cmp(tb)
-        };
-        if order != std::cmp::Ordering::Equal {
-            return order;
-        }
-    }
-    ca.len().cmp(&cb.len()).then(a.cmp(b))
-}
-
 /// Writes a device's trajectory as `dir/<case>/<device>.safetensors`; returns the path.
 pub fn write_trajectory(
     dir: &Path,
@@ -268,83 +188,73 @@ pub fn write_trajectory(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tch::Kind;
 
     #[test]
-    fn round_trips_every_dtype_with_metadata() {
+    fn every_dtype_is_written_with_its_metadata_as_the_report_crate_reads_it() {
+        use devcheck_report::dump::read;
+        use devcheck_report::{DType, Values};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x/cpu.safetensors");
         let base = Tensor::from_slice(&[1.5f64, -2.25, f64::NAN, 0.0]).reshape([2, 2]);
-        let tensors: Vec<(String, Tensor)> = [
-            Kind::Half,
-            Kind::BFloat16,
-            Kind::Float,
-            Kind::Double,
-            Kind::Int64,
-            Kind::Bool,
-        ]
-        .iter()
-        .map(|k| {
-            (
-                format!("t.{k:?}"),
-                base.nan_to_num(0.0, None, None).to_kind(*k),
-            )
-        })
-        .chain([("nan".to_owned(), base.to_kind(Kind::Float))])
-        .collect();
+        let kinds = [
+            (Kind::Half, DType::Float16),
+            (Kind::BFloat16, DType::BFloat16),
+            (Kind::Float, DType::Float32),
+            (Kind::Double, DType::Float64),
+            (Kind::Int64, DType::Int64),
+            (Kind::Bool, DType::Bool),
+        ];
+        let tensors: Vec<(String, Tensor)> = kinds
+            .iter()
+            .map(|(k, _)| {
+                (
+                    format!("t.{k:?}"),
+                    base.nan_to_num(0.0, None, None).to_kind(*k),
+                )
+            })
+            .chain([("nan".to_owned(), base.to_kind(Kind::Float))])
+            .collect();
         let mut metadata = BTreeMap::new();
         metadata.insert("devcheck.case".to_owned(), "x".to_owned());
         write(&path, &tensors, &metadata).unwrap();
         let back = read(&path).unwrap();
         assert_eq!(back.metadata, metadata);
         assert_eq!(back.tensors.len(), tensors.len());
-        for (name, original) in &tensors {
-            let (_, read) = back.tensors.iter().find(|(n, _)| n == name).unwrap();
-            assert_eq!(read.kind(), original.kind(), "{name}");
-            assert_eq!(read.size(), original.size(), "{name}");
-            assert!(
-                read.isnan()
-                    .eq_tensor(&original.isnan())
-                    .all()
-                    .int64_value(&[])
-                    == 1,
-                "{name}"
-            );
-            assert!(read
-                .nan_to_num(0.0, None, None)
-                .equal(&original.nan_to_num(0.0, None, None)));
+        for (kind, dtype) in kinds {
+            let name = format!("t.{kind:?}");
+            let read = back.tensor(&name).unwrap_or_else(|| panic!("no {name}"));
+            assert_eq!(read.dtype(), dtype, "{name}");
+            assert_eq!(read.shape(), [2, 2], "{name}");
+            let as_f64: Vec<f64> = match read.values() {
+                Values::Float16(v) => v.iter().map(|x| x.to_f64()).collect(),
+                Values::BFloat16(v) => v.iter().map(|x| x.to_f64()).collect(),
+                Values::Float32(v) => v.iter().map(|&x| f64::from(x)).collect(),
+                Values::Float64(v) => v.clone(),
+                Values::Int64(v) => v.iter().map(|&x| x as f64).collect(),
+                Values::Bool(v) => v.iter().map(|&x| f64::from(u8::from(x))).collect(),
+                other => panic!("{name}: {other:?}"),
+            };
+            let expected: &[f64] = if dtype == DType::Int64 {
+                &[1.0, -2.0, 0.0, 0.0]
+            } else if dtype == DType::Bool {
+                &[1.0, 1.0, 0.0, 0.0]
+            } else {
+                &[1.5, -2.25, 0.0, 0.0]
+            };
+            assert_eq!(as_f64, expected, "{name}");
         }
+        let Values::Float32(nan) = back.tensor("nan").unwrap().values() else {
+            panic!("nan is not float32")
+        };
+        assert_eq!(
+            nan.iter().map(|x| x.is_nan()).collect::<Vec<_>>(),
+            [false, false, true, false]
+        );
+        assert_eq!(&nan[..2], [1.5, -2.25]);
         assert_eq!(
             std::fs::read_dir(path.parent().unwrap()).unwrap().count(),
             1
-        );
-    }
-
-    #[test]
-    fn a_file_that_is_not_safetensors_is_named() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("report.json");
-        std::fs::write(&path, b"{\"schema\": 1}").unwrap();
-        let error = read(&path).unwrap_err().to_string();
-        assert!(
-            error.starts_with(&format!("{}: not a safetensors file", path.display())),
-            "{error}"
-        );
-        let missing = read(&dir.path().join("absent.safetensors"))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            missing.contains("absent.safetensors: No such file"),
-            "{missing}"
-        );
-    }
-
-    #[test]
-    fn names_sort_with_numbers_as_numbers() {
-        let mut names = vec!["step10.loss", "step2.loss", "step2.grad.w", "step1.param.b"];
-        names.sort_by(|a, b| natural_order(a, b));
-        assert_eq!(
-            names,
-            ["step1.param.b", "step2.grad.w", "step2.loss", "step10.loss"]
         );
     }
 

@@ -29,11 +29,11 @@ pub fn float_repr(value: f64) -> String {
 }
 
 /// An index as Python prints a tuple: `()`, `(3,)`, `(0, 1)`.
-pub fn tuple_repr(index: &[usize]) -> String {
+pub fn tuple_repr<T: std::fmt::Display>(index: &[T]) -> String {
     match index {
         [single] => format!("({single},)"),
         _ => {
-            let items: Vec<String> = index.iter().map(usize::to_string).collect();
+            let items: Vec<String> = index.iter().map(T::to_string).collect();
             format!("({})", items.join(", "))
         }
     }
@@ -67,8 +67,9 @@ mod tests {
 
     #[test]
     fn indices_print_as_python_tuples() {
-        assert_eq!(tuple_repr(&[]), "()");
+        assert_eq!(tuple_repr::<usize>(&[]), "()");
         assert_eq!(tuple_repr(&[4]), "(4,)");
         assert_eq!(tuple_repr(&[0, 1, 2]), "(0, 1, 2)");
+        assert_eq!(tuple_repr(&[-1i64, 7]), "(-1, 7)");
     }
 }

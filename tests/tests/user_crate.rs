@@ -23,27 +23,40 @@ fn line_of(text: &str) -> usize {
         .unwrap_or_else(|| panic!("src/lib.rs has no `{text}`"))
 }
 
+/// A command run in the fixture repository. It shares this workspace's target
+/// directory (and so its build of tch); its own crates build apart, as a
+/// user's would.
+fn in_fixture(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"));
+    let mut command = Command::new(program);
+    command
+        .current_dir(fixture())
+        .env("CARGO_TARGET_DIR", target)
+        .env_remove("DEVCHECK_REPORT");
+    command
+}
+
+/// `cargo test --test NAME --` in the fixture, as its author runs it.
+fn cargo_test(name: &str) -> Command {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = in_fixture(cargo);
+    command.args(["test", "--quiet", "--locked", "--test", name, "--"]);
+    command
+}
+
 #[test]
 fn ordinary_tch_code_is_seen_at_its_lines_on_the_cpu() {
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("report.json");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    // The fixture shares this workspace's target directory (and so its build of
-    // tch); its own crates build apart, as a user's would.
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target"));
-    let output = Command::new(cargo)
-        .current_dir(fixture())
-        .args(["test", "--quiet", "--locked", "--test", "devices", "--"])
+    let output = cargo_test("devices")
         .args(["--device", "cpu", "--timing-ms", "100", "--report"])
         .arg(&report)
         .arg("--snapshots")
         .arg(dir.path().join("snapshots"))
-        .env("CARGO_TARGET_DIR", target)
         // As if the fixture were a repository of its own.
         .env("DEVCHECK_SOURCE_ROOT", fixture())
-        .env_remove("DEVCHECK_REPORT")
         .output()
         .expect("run cargo test in the fixture");
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -120,20 +133,12 @@ fn ordinary_tch_code_is_seen_at_its_lines_on_the_cpu() {
 fn tch_s_own_char_rnn_and_mnist_conv_steps_pass_every_check_on_the_cpu() {
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("report.json");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target"));
     // The examples' reviewed snapshots are the fixture's own (`snapshots/`).
-    let output = Command::new(cargo)
-        .current_dir(fixture())
-        .args(["test", "--quiet", "--locked", "--test", "examples", "--"])
+    let output = cargo_test("examples")
         .args(["--device", "cpu", "--timing-ms", "100", "--report"])
         .arg(&report)
-        .env("CARGO_TARGET_DIR", target)
         .env("DEVCHECK_SOURCE_ROOT", fixture())
         .env("CI", "true")
-        .env_remove("DEVCHECK_REPORT")
         .env_remove("DEVCHECK_SNAPSHOTS")
         .output()
         .expect("run cargo test in the fixture");
@@ -172,14 +177,8 @@ fn tch_s_own_char_rnn_and_mnist_conv_steps_pass_every_check_on_the_cpu() {
 fn a_step_that_knows_its_batch_size_is_told_so_once_under_scaling() {
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("report.json");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target"));
     // char-rnn views its logits as [BATCH_SIZE * SEQ_LEN, labels].
-    let output = Command::new(cargo)
-        .current_dir(fixture())
-        .args(["test", "--quiet", "--locked", "--test", "examples", "--"])
+    let output = cargo_test("examples")
         .args([
             "--device",
             "cpu",
@@ -189,8 +188,6 @@ fn a_step_that_knows_its_batch_size_is_told_so_once_under_scaling() {
             "--report",
         ])
         .arg(&report)
-        .env("CARGO_TARGET_DIR", target)
-        .env_remove("DEVCHECK_REPORT")
         .output()
         .expect("run cargo test in the fixture");
     assert_eq!(output.status.code(), Some(101));
@@ -215,19 +212,12 @@ fn a_step_that_knows_its_batch_size_is_told_so_once_under_scaling() {
     }
 }
 
-/// `cargo devcheck …` in the fixture repository, as its author would type it,
-/// sharing this workspace's target directory.
+/// `cargo devcheck …` in the fixture repository, as its author would type it.
 fn cargo_devcheck(args: &[&str]) -> std::process::Output {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target"));
-    Command::new(devcheck_tests::binary("cargo-devcheck", "cargo-devcheck"))
+    in_fixture(devcheck_tests::binary("cargo-devcheck", "cargo-devcheck"))
         .arg("devcheck")
         .args(args)
-        .current_dir(fixture())
-        .env("CARGO_TARGET_DIR", target)
         .env("DEVCHECK_SOURCE_ROOT", fixture())
-        .env_remove("DEVCHECK_REPORT")
         .output()
         .expect("run cargo-devcheck")
 }

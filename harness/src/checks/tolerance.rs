@@ -22,7 +22,7 @@ use tch::{Kind, Tensor};
 use super::state::CaseState;
 use super::Verdict;
 use crate::case::{kind_name, Case, Named};
-use crate::compare::{compare, python_tuple, Comparison, Tolerance};
+use crate::compare::{compare, tuple_repr, Comparison, Tolerance};
 use crate::device::DeviceSpec;
 use crate::error::TrialError;
 use crate::shim;
@@ -287,10 +287,10 @@ fn comparison_text(c: &Comparison) -> String {
         c.mismatched,
         c.total,
         c.max_abs_diff,
-        python_tuple(&c.max_abs_index),
+        tuple_repr(&c.max_abs_index),
         c.atol,
         c.max_rel_diff,
-        python_tuple(&c.max_rel_index),
+        tuple_repr(&c.max_rel_index),
         c.rtol
     )
 }

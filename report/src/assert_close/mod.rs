@@ -17,7 +17,7 @@
 mod arithmetic;
 mod closeness;
 mod mismatch;
-mod non_finite;
+pub mod non_finite;
 mod tolerance;
 
 use half::{bf16, f16};

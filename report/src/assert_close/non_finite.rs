@@ -1,12 +1,13 @@
 //! Serde for an `f64` that may be non-finite, which JSON numbers cannot hold:
-//! NaN and the infinities are written as `"nan"`, `"inf"` and `"-inf"`.
+//! NaN and the infinities are written as `"nan"`, `"inf"` and `"-inf"`
+//! (`#[serde(with = "devcheck_report::assert_close::non_finite")]`).
 
 use std::fmt;
 
 use serde::de::{self, Visitor};
 use serde::{Deserializer, Serializer};
 
-pub(crate) fn serialize<S: Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+pub fn serialize<S: Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
     if value.is_nan() {
         serializer.serialize_str("nan")
     } else if value.is_infinite() {
@@ -16,7 +17,7 @@ pub(crate) fn serialize<S: Serializer>(value: &f64, serializer: S) -> Result<S::
     }
 }
 
-pub(crate) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
     deserializer.deserialize_any(NumberOrName)
 }
 
