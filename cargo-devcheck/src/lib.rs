@@ -402,22 +402,13 @@ fn load_all(paths: &[PathBuf]) -> Result<Vec<Input>> {
         .collect()
 }
 
-/// A reader sees the old file or the new one, never half of one.
+/// Writes a report as pretty JSON, atomically: a reader sees the old file or
+/// the new one, never half of one.
 pub fn write_report(path: &Path, report: &Report) -> Result<()> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let write = || -> Result<()> {
-        std::fs::create_dir_all(dir)?;
-        let mut file = tempfile::NamedTempFile::new_in(dir)?;
-        serde_json::to_writer_pretty(&mut file, report)?;
-        std::io::Write::write_all(&mut file, b"\n")?;
-        file.as_file().sync_all()?;
-        file.persist(path).map_err(|e| e.error)?;
-        Ok(())
-    };
-    write().with_context(|| format!("cannot write {}", shown(path)))
+    let mut bytes = serde_json::to_vec_pretty(report)?;
+    bytes.push(b'\n');
+    devcheck_report::files::write_atomically(path, &bytes)
+        .with_context(|| format!("cannot write {}", shown(path)))
 }
 
 /// A path as messages show it: relative to the working directory when under it.

@@ -17,7 +17,6 @@ pub mod device;
 pub mod dump;
 pub mod environment;
 mod error;
-pub mod files;
 pub mod observer;
 pub mod optim;
 pub mod readbacks;
@@ -31,6 +30,8 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 pub use case::{Batch, Case, Fault, MemoryLimits, Model, StepOutput};
 pub use checks::{Check, Verdict};
+/// Result files written whole or not at all (shared with the tools that read them).
+pub use devcheck_report::files;
 pub use device::{DeviceSlot, DeviceSpec, UnknownDevice};
 pub use environment::Environment;
 pub use error::TrialError;
