@@ -51,7 +51,7 @@ if [ -z "$lib" ]; then
   lib="$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null || true)"
 fi
 if [ -z "$lib" ] || [ ! -d "$lib" ]; then
-  echo "run.sh: no libtorch found: set DEVCHECK_LIBTORCH_LIB to the directory holding libtorch_cpu, or install torch 2.11 for python3" >&2
+  echo "run.sh: no libtorch found: set DEVCHECK_LIBTORCH_LIB to the directory holding libtorch_cpu, or install for python3 the torch release this bundle was built with" >&2
   exit 2
 fi
 export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

@@ -9,7 +9,7 @@ use devcheck_report::summary::SummaryFormat;
 /// devcheck on this repository's own cases: the device matrix and its checks
 /// (placement, tolerance, readbacks, timing, fallback, memory), sweeps, dumps,
 /// reports and the lint. Verbs that build or run cases find or provision
-/// libtorch 2.11 first; `merge`, `summary`, `compare`, `lint` and
+/// the libtorch of the workspace's tch first; `merge`, `summary`, `compare`, `lint` and
 /// `install-hook` need none.
 #[derive(Debug, Parser)]
 #[command(name = "cargo devcheck", bin_name = "cargo devcheck", version)]
@@ -25,7 +25,7 @@ pub struct Cli {
 /// One verb of `cargo devcheck`.
 #[derive(Debug, Subcommand)]
 pub enum Verb {
-    /// Find or provision libtorch 2.11 and print which one is used.
+    /// Find or provision the libtorch this workspace's tch needs and print which one is used.
     Setup {
         /// Print `export` lines for a shell (`eval "$(cargo devcheck setup --print-env)"`),
         /// so that plain `cargo test` finds libtorch too.

@@ -71,7 +71,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     let manifest = cli.manifest_path.as_deref();
     match cli.verb {
         Verb::Setup { print_env } => {
-            let torch = setup()?;
+            let torch = setup(manifest)?;
             if print_env {
                 for (key, value) in torch.child_env() {
                     match value {
@@ -87,16 +87,16 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         Verb::Doctor { json } => {
             let project = Project::discover(manifest)?;
-            doctor(&project, &setup()?, json)
+            doctor(&project, &setup(manifest)?, json)
         }
         Verb::Matrix(args) => {
             let mut project = Project::discover(manifest)?;
             project.select(&args.packages, &args.tests)?;
-            matrix(&project, &setup()?, &args)
+            matrix(&project, &setup(manifest)?, &args)
         }
         Verb::Sweep(args) => {
             let project = Project::discover(manifest)?;
-            sweep(&project, &setup()?, &args)
+            sweep(&project, &setup(manifest)?, &args)
         }
         Verb::Merge(args) => merge(&args),
         Verb::Summary { report, format } => {
@@ -124,7 +124,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             let mut project = Project::discover(manifest)?;
             project.select(&packages, &tests)?;
             let helper = std::env::current_exe().context("cannot find cargo-devcheck itself")?;
-            bundle(&project, &setup()?, &helper, &out, None)
+            bundle(&project, &setup(manifest)?, &helper, &out, None)
         }
         Verb::RunBundle { bundle, args } => bundle::run(&bundle, &args),
         Verb::Join { reports, out } => {
@@ -135,10 +135,12 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-/// Finds or provisions libtorch and says which one.
-pub fn setup() -> Result<Libtorch> {
-    let torch = libtorch::ensure()?;
-    eprintln!("{}", torch.describe());
+/// Finds or provisions the libtorch that the tch of the workspace of
+/// `manifest_path` (else of the working directory) needs, and says which one.
+pub fn setup(manifest_path: Option<&Path>) -> Result<Libtorch> {
+    let wanted = libtorch::Wanted::of_workspace(manifest_path)?;
+    let torch = libtorch::ensure(&wanted)?;
+    eprintln!("{} for tch {}", torch.describe(), wanted.tch);
     Ok(torch)
 }
 

@@ -8,13 +8,13 @@
 // `at::getAccelerator()` aborts the process on a machine whose libtorch has
 // CUDA but whose host has no driver.
 #include "devcheck_shim.h"
+#include "compat.h"
 #include "guarded.h"
 
 #include <ATen/Context.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <ATen/detail/MPSHooksInterface.h>
 #include <c10/core/Allocator.h>
-#include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/Event.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
@@ -36,15 +36,10 @@
 
 namespace {
 
+using devcheck_shim::backend_built;
+using devcheck_shim::cuda_available;
 using devcheck_shim::guarded;
-
-bool cuda_available() {
-  return at::detail::getCUDAHooks().isAvailable();
-}
-
-bool mps_available() {
-  return at::detail::getMPSHooks().isAvailable();
-}
+using devcheck_shim::mps_available;
 
 c10::DeviceType device_type_of(int device_type) {
   switch (device_type) {
@@ -219,16 +214,14 @@ char* dc_backend_info(int device_type, dc_backend* out) {
         *out = dc_backend{1, 1, 1};
         break;
       case DC_CUDA: {
-        const auto& hooks = at::detail::getCUDAHooks();
-        out->built = hooks.isBuilt() ? 1 : 0;
-        out->available = hooks.isAvailable() ? 1 : 0;
-        out->device_count = out->available ? hooks.deviceCount() : 0;
+        out->built = backend_built(c10::DeviceType::CUDA) ? 1 : 0;
+        out->available = cuda_available() ? 1 : 0;
+        out->device_count = out->available ? at::detail::getCUDAHooks().getNumGPUs() : 0;
         break;
       }
       case DC_MPS: {
-        const auto& hooks = at::detail::getMPSHooks();
-        out->built = hooks.isBuilt() ? 1 : 0;
-        out->available = hooks.isAvailable() ? 1 : 0;
+        out->built = backend_built(c10::DeviceType::MPS) ? 1 : 0;
+        out->available = mps_available() ? 1 : 0;
         out->device_count = out->available ? 1 : 0;
         break;
       }
@@ -243,7 +236,7 @@ char* dc_synchronize(int device_type, int device_index) {
     device_type_of(device_type);
     require_available(device_type);
     if (device_type == DC_CUDA) {
-      at::detail::getCUDAHooks().deviceSynchronize(static_cast<c10::DeviceIndex>(device_index));
+      devcheck_shim::cuda_synchronize(static_cast<c10::DeviceIndex>(device_index));
     } else if (device_type == DC_MPS) {
       at::detail::getMPSHooks().deviceSynchronize();
     }
@@ -257,13 +250,11 @@ char* dc_memory_stats(int device_type, int device_index, dc_memory* out) {
     require_available(device_type);
     TORCH_CHECK(device_type != DC_CPU, "CPU memory is measured as process RSS, not by libtorch");
     if (device_type == DC_CUDA) {
-      auto stats = c10::getDeviceAllocator(c10::DeviceType::CUDA)
-                       ->getDeviceStats(static_cast<c10::DeviceIndex>(device_index));
-      constexpr auto all = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
-      out->allocated_current = stats.allocated_bytes[all].current;
-      out->allocated_peak = stats.allocated_bytes[all].peak;
-      out->reserved_current = stats.reserved_bytes[all].current;
-      out->reserved_peak = stats.reserved_bytes[all].peak;
+      auto stats = devcheck_shim::cuda_allocator_stats(static_cast<c10::DeviceIndex>(device_index));
+      out->allocated_current = stats.allocated_current;
+      out->allocated_peak = stats.allocated_peak;
+      out->reserved_current = stats.reserved_current;
+      out->reserved_peak = stats.reserved_peak;
     } else {
       const auto& hooks = at::detail::getMPSHooks();
       out->allocated_current = static_cast<int64_t>(hooks.getCurrentAllocatedMemory());
@@ -277,8 +268,7 @@ char* dc_reset_peak_memory(int device_type, int device_index) {
     device_type_of(device_type);
     require_available(device_type);
     if (device_type == DC_CUDA) {
-      c10::getDeviceAllocator(c10::DeviceType::CUDA)
-          ->resetPeakStats(static_cast<c10::DeviceIndex>(device_index));
+      devcheck_shim::cuda_reset_peak(static_cast<c10::DeviceIndex>(device_index));
     }
   });
 }
@@ -288,7 +278,7 @@ char* dc_empty_cache(int device_type) {
     device_type_of(device_type);
     require_available(device_type);
     if (device_type == DC_CUDA) {
-      c10::getDeviceAllocator(c10::DeviceType::CUDA)->emptyCache();
+      devcheck_shim::cuda_empty_cache();
     } else if (device_type == DC_MPS) {
       at::detail::getMPSHooks().emptyCache();
     }
@@ -297,17 +287,11 @@ char* dc_empty_cache(int device_type) {
 
 char* dc_precision_flags(dc_precision* out) {
   return guarded([&] {
-    auto& context = at::globalContext();
-    out->cuda_matmul_tf32 =
-        context.float32Precision(at::Float32Backend::CUDA, at::Float32Op::MATMUL) ==
-        at::Float32Precision::TF32;
-    out->cudnn_conv_tf32 =
-        context.float32Precision(at::Float32Backend::CUDA, at::Float32Op::CONV) ==
-        at::Float32Precision::TF32;
-    out->cudnn_rnn_tf32 =
-        context.float32Precision(at::Float32Backend::CUDA, at::Float32Op::RNN) ==
-        at::Float32Precision::TF32;
-    out->matmul_precision = static_cast<int>(context.float32MatmulPrecision());
+    auto tf32 = devcheck_shim::tf32_flags();
+    out->cuda_matmul_tf32 = tf32.matmul;
+    out->cudnn_conv_tf32 = tf32.conv;
+    out->cudnn_rnn_tf32 = tf32.rnn;
+    out->matmul_precision = static_cast<int>(at::globalContext().float32MatmulPrecision());
   });
 }
 
@@ -335,8 +319,7 @@ char* dc_event_elapsed_ms(void* start, void* end, double* out) {
   return guarded([&] {
     auto& first = static_cast<DeviceEvent*>(start)->event;
     auto& last = static_cast<DeviceEvent*>(end)->event;
-    last.synchronize();
-    *out = first.elapsedTime(last);
+    *out = devcheck_shim::event_elapsed_ms(first, last);
   });
 }
 

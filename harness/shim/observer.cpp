@@ -13,6 +13,7 @@
 // Nothing here may throw into libtorch: every callback body is guarded, and a
 // failure is recorded as the session's error for Rust to report.
 #include "devcheck_shim.h"
+#include "compat.h"
 #include "guarded.h"
 
 #include <ATen/core/ivalue.h>
@@ -152,7 +153,7 @@ class Session : public c10::DebugInfoBase {
           }
         } else if (value.isOptionalTensorList()) {
           for (const auto& maybe : value.toOptionalTensorList()) {
-            std::optional<at::Tensor> tensor = maybe;
+            devcheck_shim::optional<at::Tensor> tensor = maybe;
             if (tensor.has_value()) {
               add_arg(*tensor, position);
             }
@@ -350,15 +351,19 @@ struct ThreadOps {
 thread_local ThreadOps thread_ops;
 
 // The session's debug info slot: TEST_INFO is free in production libtorch and
-// travels with ThreadLocalState to the threads a step hands work to.
-constexpr auto kSessionSlot = c10::DebugInfoKind::TEST_INFO;
+// travels with ThreadLocalState to the threads a step hands work to. A function,
+// not a constant: libtorch 2.13 made the kinds exported objects instead of enum
+// values, which another library initialises.
+c10::DebugInfoKind session_slot() {
+  return c10::DebugInfoKind::TEST_INFO;
+}
 
 // The session of this thread's debug info, looked up once per debug info
 // (every op asks; a dynamic_cast each time would cost more than the op's record).
 Session* current_session() {
   thread_local c10::DebugInfoBase* seen = nullptr;
   thread_local Session* session = nullptr;
-  auto* info = c10::ThreadLocalDebugInfo::get(kSessionSlot);
+  auto* info = c10::ThreadLocalDebugInfo::get(session_slot());
   if (info != seen) {
     seen = info;
     session = dynamic_cast<Session*>(info);
@@ -425,7 +430,7 @@ char* dc_observer_begin(const dc_observer_config* config, void** out) {
     auto observer = std::make_unique<Observer>();
     observer->session =
         std::make_shared<Session>(*config, at::RecordFunction::currentThreadId());
-    observer->guard = std::make_unique<c10::DebugInfoGuard>(kSessionSlot, observer->session);
+    observer->guard = std::make_unique<c10::DebugInfoGuard>(session_slot(), observer->session);
     observer->handle = at::addThreadLocalCallback(
         at::RecordFunctionCallback(&on_op_start, &on_op_end)
             .needsInputs(true)

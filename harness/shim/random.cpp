@@ -14,6 +14,7 @@
 // key: libtorch keeps the kernels it replaces and restores them when the
 // library is destroyed.
 #include "devcheck_shim.h"
+#include "compat.h"
 #include "guarded.h"
 
 #include <ATen/ATen.h>
@@ -32,39 +33,39 @@ at::Tensor drawn_like(const at::Tensor& self) {
   return at::empty(self.sizes(), self.options().device(at::kCPU));
 }
 
-at::Tensor& host_bernoulli_float(at::Tensor& self, double p, std::optional<at::Generator>) {
+at::Tensor& host_bernoulli_float(at::Tensor& self, double p, devcheck_shim::optional<at::Generator>) {
   auto drawn = drawn_like(self);
   drawn.bernoulli_(p);
   return self.copy_(drawn);
 }
 
-at::Tensor& host_bernoulli_tensor(at::Tensor& self, const at::Tensor& p, std::optional<at::Generator>) {
+at::Tensor& host_bernoulli_tensor(at::Tensor& self, const at::Tensor& p, devcheck_shim::optional<at::Generator>) {
   auto drawn = drawn_like(self);
   drawn.bernoulli_(p.to(at::kCPU));
   return self.copy_(drawn);
 }
 
-at::Tensor host_bernoulli(const at::Tensor& self, std::optional<at::Generator>) {
+at::Tensor host_bernoulli(const at::Tensor& self, devcheck_shim::optional<at::Generator>) {
   return at::bernoulli(self.to(at::kCPU)).to(self.device());
 }
 
-at::Tensor host_bernoulli_p(const at::Tensor& self, double p, std::optional<at::Generator>) {
+at::Tensor host_bernoulli_p(const at::Tensor& self, double p, devcheck_shim::optional<at::Generator>) {
   return at::bernoulli(self.to(at::kCPU), p).to(self.device());
 }
 
-at::Tensor& host_uniform(at::Tensor& self, double from, double to, std::optional<at::Generator>) {
+at::Tensor& host_uniform(at::Tensor& self, double from, double to, devcheck_shim::optional<at::Generator>) {
   auto drawn = drawn_like(self);
   drawn.uniform_(from, to);
   return self.copy_(drawn);
 }
 
-at::Tensor& host_normal(at::Tensor& self, double mean, double std, std::optional<at::Generator>) {
+at::Tensor& host_normal(at::Tensor& self, double mean, double std, devcheck_shim::optional<at::Generator>) {
   auto drawn = drawn_like(self);
   drawn.normal_(mean, std);
   return self.copy_(drawn);
 }
 
-at::Tensor& host_random(at::Tensor& self, std::optional<at::Generator>) {
+at::Tensor& host_random(at::Tensor& self, devcheck_shim::optional<at::Generator>) {
   auto drawn = drawn_like(self);
   drawn.random_();
   return self.copy_(drawn);
@@ -73,14 +74,14 @@ at::Tensor& host_random(at::Tensor& self, std::optional<at::Generator>) {
 at::Tensor& host_random_from(
     at::Tensor& self,
     int64_t from,
-    std::optional<int64_t> to,
-    std::optional<at::Generator>) {
+    devcheck_shim::optional<int64_t> to,
+    devcheck_shim::optional<at::Generator>) {
   auto drawn = drawn_like(self);
   drawn.random_(from, to);
   return self.copy_(drawn);
 }
 
-at::Tensor& host_random_to(at::Tensor& self, int64_t to, std::optional<at::Generator>) {
+at::Tensor& host_random_to(at::Tensor& self, int64_t to, devcheck_shim::optional<at::Generator>) {
   auto drawn = drawn_like(self);
   drawn.random_(to);
   return self.copy_(drawn);
@@ -90,7 +91,7 @@ at::Tensor& host_random_to(at::Tensor& self, int64_t to, std::optional<at::Gener
 std::tuple<at::Tensor, at::Tensor> host_native_dropout(
     const at::Tensor& input,
     double p,
-    std::optional<bool> train) {
+    devcheck_shim::optional<bool> train) {
   if (!train.value_or(true) || p == 0) {
     return {input.clone(), at::ones_like(input, input.options().dtype(at::kBool))};
   }

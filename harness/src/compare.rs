@@ -11,8 +11,11 @@
 //! and tensors on different devices are always compared on the CPU (as with
 //! `check_device=False`).
 
+use devcheck_report::dtype::DType;
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, TchError, Tensor};
+
+use crate::version::{dtype_of, kind_name};
 use thiserror::Error;
 
 pub(crate) use devcheck_report::python::{float_repr, tuple_repr};
@@ -31,28 +34,20 @@ pub struct Tolerance {
 impl Tolerance {
     /// `assert_close`'s default tolerance for one dtype (`_DTYPE_PRECISIONS`).
     pub fn for_kind(kind: Kind) -> Self {
-        let (rtol, atol) = match kind {
-            Kind::Half | Kind::ComplexHalf => (1e-3, 1e-5),
-            Kind::BFloat16 => (1.6e-2, 1e-5),
-            Kind::Float | Kind::ComplexFloat => (1.3e-6, 1e-5),
-            Kind::Double | Kind::ComplexDouble => (1e-7, 1e-7),
+        let dtype = match kind {
+            // A complex dtype's tolerance is its components'.
+            Kind::ComplexHalf => DType::Float16,
+            Kind::ComplexFloat => DType::Float32,
+            Kind::ComplexDouble => DType::Float64,
             // Quantized tensors are compared dequantized, as float32.
-            Kind::QInt8 | Kind::QUInt8 | Kind::QInt32 => (1.3e-6, 1e-5),
+            Kind::QInt8 | Kind::QUInt8 | Kind::QInt32 => DType::Float32,
             // Integers, bool and the 1-byte floats must be equal.
-            Kind::Uint8
-            | Kind::Int8
-            | Kind::Int16
-            | Kind::Int
-            | Kind::Int64
-            | Kind::Bool
-            | Kind::Float8e5m2
-            | Kind::Float8e4m3fn
-            | Kind::Float8e5m2fnuz
-            | Kind::Float8e4m3fnuz => (0.0, 0.0),
+            other => dtype_of(other).expect("every other kind has a dtype"),
         };
+        let defaults = devcheck_report::assert_close::Tolerance::for_dtype(dtype);
         Tolerance {
-            rtol,
-            atol,
+            rtol: defaults.rtol,
+            atol: defaults.atol,
             equal_nan: false,
         }
     }
@@ -421,36 +416,7 @@ fn is_quantized(kind: Kind) -> bool {
 }
 
 fn is_float8(kind: Kind) -> bool {
-    matches!(
-        kind,
-        Kind::Float8e5m2 | Kind::Float8e4m3fn | Kind::Float8e5m2fnuz | Kind::Float8e4m3fnuz
-    )
-}
-
-/// PyTorch's name for a dtype.
-fn kind_name(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Uint8 => "uint8",
-        Kind::Int8 => "int8",
-        Kind::Int16 => "int16",
-        Kind::Int => "int32",
-        Kind::Int64 => "int64",
-        Kind::Half => "float16",
-        Kind::Float => "float32",
-        Kind::Double => "float64",
-        Kind::ComplexHalf => "complex32",
-        Kind::ComplexFloat => "complex64",
-        Kind::ComplexDouble => "complex128",
-        Kind::Bool => "bool",
-        Kind::QInt8 => "qint8",
-        Kind::QUInt8 => "quint8",
-        Kind::QInt32 => "qint32",
-        Kind::BFloat16 => "bfloat16",
-        Kind::Float8e5m2 => "float8_e5m2",
-        Kind::Float8e4m3fn => "float8_e4m3fn",
-        Kind::Float8e5m2fnuz => "float8_e5m2fnuz",
-        Kind::Float8e4m3fnuz => "float8_e4m3fnuz",
-    }
+    matches!(dtype_of(kind), Some(DType::Float8(_)))
 }
 
 #[cfg(test)]
@@ -982,6 +948,8 @@ mod tests {
         );
     }
 
+    // tch 0.18 (libtorch 2.5) added the 1-byte floats.
+    #[cfg(torch_2_5)]
     #[test]
     fn float8_is_compared_bitwise() {
         let actual = tensor(&[1.0, 2.0], &[2], Kind::Float8e4m3fn);

@@ -64,6 +64,12 @@ impl DeviceSpec {
         self != DeviceSpec::Cpu
     }
 
+    /// Whether this libtorch lets the shim read this device's caching allocator
+    /// (MPS always; CUDA from libtorch 2.9).
+    fn has_allocator_stats(self) -> bool {
+        self.backend() != Backend::Cuda || crate::version::CUDA_ALLOCATOR_STATS
+    }
+
     /// Blocks until all queued work on this device is done. No-op on CPU.
     pub fn synchronize(self) -> Result<(), ShimError> {
         crate::init()?;
@@ -74,9 +80,11 @@ impl DeviceSpec {
     }
 
     /// Allocator figures of an accelerator; `None` on CPU (measured as RSS instead).
+    /// `None` where the caching allocator cannot be read: on the CPU, and for
+    /// CUDA on a libtorch before 2.9 (then the tensor-memory tracker measures it).
     pub fn memory(self) -> Result<Option<DeviceMemory>, ShimError> {
         crate::init()?;
-        if !self.is_accelerator() {
+        if !self.is_accelerator() || !self.has_allocator_stats() {
             return Ok(None);
         }
         shim::memory_stats(self.backend(), self.index()).map(Some)
@@ -85,7 +93,7 @@ impl DeviceSpec {
     /// Resets the allocator's peak figures. No-op on CPU.
     pub fn reset_peak_memory(self) -> Result<(), ShimError> {
         crate::init()?;
-        if self.is_accelerator() {
+        if self.is_accelerator() && self.has_allocator_stats() {
             shim::reset_peak_memory(self.backend(), self.index())?;
         }
         Ok(())
@@ -94,7 +102,7 @@ impl DeviceSpec {
     /// Returns the allocator's cached blocks to the driver. No-op on CPU.
     pub fn empty_cache(self) -> Result<(), ShimError> {
         crate::init()?;
-        if self.is_accelerator() {
+        if self.is_accelerator() && self.has_allocator_stats() {
             shim::empty_cache(self.backend())?;
         }
         Ok(())

@@ -10,11 +10,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::shim::{self, Backend, BackendInfo, CudaLibrary, PrecisionFlags, ShimError};
 
-/// The tch version this crate is pinned to (read from its manifest at build time).
-pub const TCH_VERSION: &str = env!("DEVCHECK_TCH_VERSION");
+/// The tch release series this build uses (`0.24`), the one torch-sys pairs
+/// with the libtorch it linked (see build.rs).
+pub const TCH_VERSION: &str = env!("DEVCHECK_TCH_SERIES");
 
-/// The libtorch version tch expects.
-pub const EXPECTED_LIBTORCH: &str = "2.11";
+/// The libtorch release series this build was compiled against (`2.11`).
+pub const EXPECTED_LIBTORCH: &str = env!("DEVCHECK_TORCH_SERIES");
 
 /// Environment variables that change how libtorch places, falls back or allocates.
 pub const BEHAVIOUR_FLAGS: &[&str] = &[
@@ -130,14 +131,14 @@ impl Environment {
                 hint: hint.to_owned(),
             })
         };
-        if !self.libtorch_version.starts_with(EXPECTED_LIBTORCH) {
+        if !in_series(&self.libtorch_version, EXPECTED_LIBTORCH) {
             add(
                 Severity::Error,
                 format!(
                     "libtorch {} is loaded, tch {} expects {EXPECTED_LIBTORCH}.x",
                     self.libtorch_version, self.tch_version
                 ),
-                "unset LIBTORCH / LD_LIBRARY_PATH overrides and run `cargo xtask setup`",
+                "unset LIBTORCH / LD_LIBRARY_PATH overrides and run `cargo devcheck setup`",
             );
         }
         if self.cuda_library == CudaLibrary::LoadedAtRuntime {
@@ -329,6 +330,13 @@ fn running_under_rosetta() -> bool {
     false
 }
 
+/// Whether `version` (`2.11.0+cu130`) is a release of `series` (`2.11`).
+fn in_series(version: &str, series: &str) -> bool {
+    version
+        .strip_prefix(series)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('.') || rest.starts_with('+'))
+}
+
 /// The commit under test: `DEVCHECK_GIT_COMMIT`, else `git rev-parse HEAD` here.
 pub(crate) fn git_commit() -> Option<String> {
     if let Ok(commit) = std::env::var("DEVCHECK_GIT_COMMIT") {
@@ -378,7 +386,8 @@ mod tests {
             "{}",
             env.libtorch_version
         );
-        assert_eq!(env.tch_version, "0.24.0");
+        // This workspace's lockfile holds tch 0.24, the release for libtorch 2.11.
+        assert_eq!(env.tch_version, "0.24");
         assert!(Path::new(&env.libtorch_lib_dir)
             .join(lib_name("torch_cpu"))
             .exists());
@@ -397,6 +406,14 @@ mod tests {
     }
 
     #[test]
+    fn versions_are_matched_by_release_series() {
+        assert!(in_series("2.11.0+cu130", "2.11"));
+        assert!(in_series("2.1.2", "2.1"));
+        assert!(!in_series("2.11.0", "2.1"));
+        assert!(!in_series("2.1", "2.11"));
+    }
+
+    #[test]
     fn a_mismatched_libtorch_is_an_error_with_a_fix() {
         let mut env = Environment::collect().unwrap();
         env.libtorch_version = "2.4.0".into();
@@ -410,7 +427,7 @@ mod tests {
             "{}",
             finding.message
         );
-        assert!(finding.hint.contains("cargo xtask setup"));
+        assert!(finding.hint.contains("cargo devcheck setup"));
     }
 
     fn lib_name(stem: &str) -> String {

@@ -25,6 +25,7 @@ pub mod runner;
 pub mod shim;
 pub mod sweep;
 mod trainer;
+pub mod version;
 
 use std::sync::{Mutex, MutexGuard, OnceLock};
 

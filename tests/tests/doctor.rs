@@ -42,7 +42,7 @@ fn json_reports_each_backend_versions_and_host() {
         .as_str()
         .unwrap()
         .starts_with("2.11."));
-    assert_eq!(report["tch_version"], "0.24.0");
+    assert_eq!(report["tch_version"], "0.24");
     assert_eq!(report["arch"], std::env::consts::ARCH);
     assert_eq!(report["os"], std::env::consts::OS);
     let lib_dir = std::path::Path::new(report["libtorch_lib_dir"].as_str().unwrap());

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use cargo_devcheck::project::{Built, Project, Target, TargetKind};
-use cargo_devcheck::{cargo_command, hook, setup, status};
+use cargo_devcheck::{cargo_command, hook, status};
 use clap::Parser;
 
 use xtask::cli::{Cli, Task};
@@ -152,6 +152,11 @@ fn test(test_args: &[String]) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The libtorch this workspace's tch (its lockfile's) needs.
+fn setup() -> Result<cargo_devcheck::libtorch::Libtorch> {
+    cargo_devcheck::setup(Some(&workspace_root().join("Cargo.toml")))
 }
 
 fn workspace_root() -> PathBuf {

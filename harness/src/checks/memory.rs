@@ -11,7 +11,7 @@ use super::Verdict;
 use crate::case::Case;
 use crate::device::DeviceSpec;
 use crate::error::TrialError;
-use crate::shim::{Backend, TensorMemory};
+use crate::shim::TensorMemory;
 use crate::trainer::Trainer;
 
 /// Bytes in MiB for messages.
@@ -49,7 +49,7 @@ pub(crate) fn measure(
                 .saturating_sub(baseline),
         ),
         None => {
-            let bytes = tracker.read(Backend::Cpu);
+            let bytes = tracker.read(device.backend());
             (bytes.current, bytes.peak)
         }
     })

@@ -81,7 +81,7 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
         trainer.step(&batch)?;
     }
     device.synchronize()?;
-    let events = device.is_accelerator();
+    let events = device.is_accelerator() && crate::version::DEVICE_EVENT_TIMING;
     let (mut naive, mut honest, mut device_ms) = (Vec::new(), Vec::new(), Vec::new());
     let started = Instant::now();
     while honest.len() < budget.max_steps {
@@ -124,7 +124,7 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
     let (naive_s, honest_s) = (spread(&naive), spread(&honest));
     let device_s = (!device_ms.is_empty()).then(|| spread(&device_ms));
     let ratio = honest_s.median_ms / naive_s.median_ms;
-    let metrics = json!({
+    let mut metrics = json!({
         "steps_measured": honest.len(),
         "naive": naive_s,
         "honest": honest_s,
@@ -133,6 +133,9 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
         "honest_over_device_events": device_s.map(|d| honest_s.median_ms / d.median_ms),
         "batch_size": batch.tensors.first().and_then(|(_, t)| t.size().first().copied()),
     });
+    if device.is_accelerator() && !events {
+        metrics["device_events_unavailable"] = json!(crate::version::NO_DEVICE_EVENT_TIMING);
+    }
     if let Some(problem) = broken(&naive, &honest, &device_ms) {
         return Ok(Verdict::fail(
             format!("timing measurement is broken: {problem}"),
