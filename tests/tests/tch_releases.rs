@@ -44,11 +44,12 @@ fn copy_dir(from: &Path, to: &Path) {
 
 /// The fixture as a repository of its own on tch `release`: its sources, its
 /// manifest with that tch (and devcheck by absolute path), and the lockfile
-/// kept for that release. Built under the workspace's target directory, each
-/// release in its own target directory, kept between runs.
-fn user_crate_on(release: &str) -> PathBuf {
+/// kept for that release, in `target/tch-releases/<release>/<name>` (one name
+/// per test: tests run in parallel). Each release builds in its own target
+/// directory beside it, kept between runs.
+fn user_crate_on(release: &str, name: &str) -> PathBuf {
     let root = target_root().join("tch-releases").join(release);
-    let repo = root.join("user-crate");
+    let repo = root.join(name);
     for dir in ["src", "tests", "snapshots"] {
         let _ = std::fs::remove_dir_all(repo.join(dir));
         copy_dir(&fixture().join(dir), &repo.join(dir));
@@ -98,7 +99,7 @@ fn cargo_devcheck(repo: &Path, args: &[&str]) -> Output {
 
 /// The matrix on the CPU, and what it must say on every tch release.
 fn readbacks_are_named_at_their_lines(release: &str, libtorch_series: &str) {
-    let repo = user_crate_on(release);
+    let repo = user_crate_on(release, "user-crate");
     let report = repo.parent().unwrap().join("report.json");
     let _ = std::fs::remove_file(&report);
     let output = cargo_devcheck(
@@ -198,7 +199,7 @@ fn the_newest_tch_release_0_26_with_libtorch_2_13() {
 
 #[test]
 fn a_libtorch_of_another_release_is_refused_before_the_build() {
-    let repo = user_crate_on("0.13.0");
+    let repo = user_crate_on("0.13.0", "refused");
     // libtorch 2.11 (what `cargo xtask test` provides for tch 0.24) is not 0.13's.
     let libtorch = std::env::var_os("LIBTORCH").expect("cargo xtask test sets LIBTORCH");
     let output = Command::new(devcheck_tests::binary("cargo-devcheck", "cargo-devcheck"))
