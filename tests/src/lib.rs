@@ -30,3 +30,25 @@ pub fn workspace_root() -> PathBuf {
         .expect("tests/ sits in the workspace root")
         .to_path_buf()
 }
+
+/// The user-crate fixture: a repository of its own that uses devcheck as a
+/// user does (`tests/fixtures/user-crate`).
+pub fn user_crate() -> PathBuf {
+    workspace_root().join("tests/fixtures/user-crate")
+}
+
+/// 1-based line of the first line of the user crate's `src/lib.rs` holding `text`.
+pub fn user_crate_line(text: &str) -> usize {
+    let source = std::fs::read_to_string(user_crate().join("src/lib.rs")).unwrap();
+    1 + source
+        .lines()
+        .position(|l| l.contains(text))
+        .unwrap_or_else(|| panic!("src/lib.rs has no `{text}`"))
+}
+
+/// The workspace's target directory (`CARGO_TARGET_DIR`, else `target/`).
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"))
+}

@@ -8,26 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use devcheck_tests::workspace_root;
-
-fn fixture() -> PathBuf {
-    workspace_root().join("tests/fixtures/user-crate")
-}
-
-fn target_root() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target"))
-}
-
-/// 1-based line of the first line of the fixture's `src/lib.rs` holding `text`.
-fn line_of(text: &str) -> usize {
-    let source = std::fs::read_to_string(fixture().join("src/lib.rs")).unwrap();
-    1 + source
-        .lines()
-        .position(|l| l.contains(text))
-        .unwrap_or_else(|| panic!("src/lib.rs has no `{text}`"))
-}
+use devcheck_tests::{target_dir, user_crate, user_crate_line, workspace_root};
 
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -48,13 +29,13 @@ fn copy_dir(from: &Path, to: &Path) {
 /// per test: tests run in parallel). Each release builds in its own target
 /// directory beside it, kept between runs.
 fn user_crate_on(release: &str, name: &str) -> PathBuf {
-    let root = target_root().join("tch-releases").join(release);
+    let root = target_dir().join("tch-releases").join(release);
     let repo = root.join(name);
     for dir in ["src", "tests", "snapshots"] {
         let _ = std::fs::remove_dir_all(repo.join(dir));
-        copy_dir(&fixture().join(dir), &repo.join(dir));
+        copy_dir(&user_crate().join(dir), &repo.join(dir));
     }
-    let manifest = std::fs::read_to_string(fixture().join("Cargo.toml")).unwrap();
+    let manifest = std::fs::read_to_string(user_crate().join("Cargo.toml")).unwrap();
     let harness = workspace_root().join("harness");
     let manifest = manifest
         .replace("tch = \"=0.24.0\"", &format!("tch = \"={release}\""))
@@ -158,8 +139,8 @@ fn readbacks_are_named_at_their_lines(release: &str, libtorch_series: &str) {
         readbacks["metrics"]["readbacks_per_step"],
         serde_json::json!([17, 17, 17])
     );
-    let logged = line_of("self.last_loss = f64::try_from(&loss)?;");
-    let per_sample = line_of("predicted.int64_value(&[i]) == labels.int64_value(&[i])");
+    let logged = user_crate_line("self.last_loss = f64::try_from(&loss)?;");
+    let per_sample = user_crate_line("predicted.int64_value(&[i]) == labels.int64_value(&[i])");
     let sites: Vec<&str> = readbacks["metrics"]["sites"]
         .as_array()
         .unwrap()
@@ -176,7 +157,7 @@ fn readbacks_are_named_at_their_lines(release: &str, libtorch_series: &str) {
         ],
         "tch {release}"
     );
-    let weights = line_of("let weights = Tensor::from_slice(&CLASS_WEIGHTS)");
+    let weights = user_crate_line("let weights = Tensor::from_slice(&CLASS_WEIGHTS)");
     let placement = trial("classifier::placement::cpu");
     assert!(
         placement["message"]

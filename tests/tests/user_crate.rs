@@ -8,32 +8,16 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use devcheck_tests::workspace_root;
-
-fn fixture() -> PathBuf {
-    workspace_root().join("tests/fixtures/user-crate")
-}
-
-/// 1-based line of the first line of the fixture's `src/lib.rs` holding `text`.
-fn line_of(text: &str) -> usize {
-    let source = std::fs::read_to_string(fixture().join("src/lib.rs")).unwrap();
-    1 + source
-        .lines()
-        .position(|l| l.contains(text))
-        .unwrap_or_else(|| panic!("src/lib.rs has no `{text}`"))
-}
+use devcheck_tests::{target_dir, user_crate, user_crate_line};
 
 /// A command run in the fixture repository. It shares this workspace's target
 /// directory (and so its build of tch); its own crates build apart, as a
 /// user's would.
 fn in_fixture(program: impl AsRef<std::ffi::OsStr>) -> Command {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target"));
     let mut command = Command::new(program);
     command
-        .current_dir(fixture())
-        .env("CARGO_TARGET_DIR", target)
+        .current_dir(user_crate())
+        .env("CARGO_TARGET_DIR", target_dir())
         .env_remove("DEVCHECK_REPORT");
     command
 }
@@ -56,7 +40,7 @@ fn ordinary_tch_code_is_seen_at_its_lines_on_the_cpu() {
         .arg("--snapshots")
         .arg(dir.path().join("snapshots"))
         // As if the fixture were a repository of its own.
-        .env("DEVCHECK_SOURCE_ROOT", fixture())
+        .env("DEVCHECK_SOURCE_ROOT", user_crate())
         .output()
         .expect("run cargo test in the fixture");
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -75,8 +59,8 @@ fn ordinary_tch_code_is_seen_at_its_lines_on_the_cpu() {
 
     // Every read, wrapped or not, at its line: the logged loss and the two reads
     // per sample (8 samples), 17 per step, against the default budget of 0.
-    let logged = line_of("self.last_loss = f64::try_from(&loss)?;");
-    let per_sample = line_of("predicted.int64_value(&[i]) == labels.int64_value(&[i])");
+    let logged = user_crate_line("self.last_loss = f64::try_from(&loss)?;");
+    let per_sample = user_crate_line("predicted.int64_value(&[i]) == labels.int64_value(&[i])");
     let readbacks = trial("readbacks");
     assert_eq!(readbacks["outcome"], "failed");
     assert_eq!(
@@ -105,7 +89,7 @@ fn ordinary_tch_code_is_seen_at_its_lines_on_the_cpu() {
 
     // The class weights, made from host data and moved every step: on an
     // accelerator, a host-to-device copy per step.
-    let weights = line_of("let weights = Tensor::from_slice(&CLASS_WEIGHTS)");
+    let weights = user_crate_line("let weights = Tensor::from_slice(&CLASS_WEIGHTS)");
     let placement = trial("placement");
     assert_eq!(placement["outcome"], "failed");
     let message = placement["message"].as_str().unwrap();
@@ -137,7 +121,7 @@ fn tch_s_own_char_rnn_and_mnist_conv_steps_pass_every_check_on_the_cpu() {
     let output = cargo_test("examples")
         .args(["--device", "cpu", "--timing-ms", "100", "--report"])
         .arg(&report)
-        .env("DEVCHECK_SOURCE_ROOT", fixture())
+        .env("DEVCHECK_SOURCE_ROOT", user_crate())
         .env("CI", "true")
         .env_remove("DEVCHECK_SNAPSHOTS")
         .output()
@@ -217,7 +201,7 @@ fn cargo_devcheck(args: &[&str]) -> std::process::Output {
     in_fixture(devcheck_tests::binary("cargo-devcheck", "cargo-devcheck"))
         .arg("devcheck")
         .args(args)
-        .env("DEVCHECK_SOURCE_ROOT", fixture())
+        .env("DEVCHECK_SOURCE_ROOT", user_crate())
         .output()
         .expect("run cargo-devcheck")
 }
@@ -321,7 +305,7 @@ fn cargo_devcheck_runs_sweeps_dumps_compares_bundles_and_merges_the_user_s_cases
         .arg("::placement::cpu")
         .env("DEVCHECK_LIBTORCH_LIB", PathBuf::from(libtorch).join("lib"))
         .env_remove("LD_LIBRARY_PATH")
-        .env("DEVCHECK_SOURCE_ROOT", fixture())
+        .env("DEVCHECK_SOURCE_ROOT", user_crate())
         .current_dir(dir.path())
         .output()
         .unwrap();
@@ -337,7 +321,7 @@ fn cargo_devcheck_runs_sweeps_dumps_compares_bundles_and_merges_the_user_s_cases
         .filter(|t| t["outcome"] == "failed")
         .map(|t| t["message"].as_str().unwrap())
         .collect();
-    let line = line_of("Tensor::from_slice(&CLASS_WEIGHTS)");
+    let line = user_crate_line("Tensor::from_slice(&CLASS_WEIGHTS)");
     assert_eq!(failed.len(), 1, "{placed}");
     assert!(
         failed[0].starts_with(&format!("src/lib.rs:{line}:")),
