@@ -401,7 +401,7 @@ impl Case {
     /// The tolerance for one tensor: per-tensor override, case override, or the dtype default.
     pub fn tolerance_for(&self, tensor: &str, actual: Kind, expected: Kind) -> Tolerance {
         self.tolerance_override(tensor)
-            .unwrap_or_else(|| Tolerance::for_pair(actual, expected))
+            .unwrap_or_else(|| crate::compare::tolerance_for_pair(actual, expected))
     }
 
     /// The case's own tolerance for one tensor, if it set one (per tensor, else for the case).
@@ -497,7 +497,7 @@ mod tests {
         let plain = case();
         assert_eq!(
             plain.tolerance_for("loss", Kind::Float, Kind::Double),
-            Tolerance::for_pair(Kind::Float, Kind::Double)
+            crate::compare::tolerance_for_pair(Kind::Float, Kind::Double)
         );
         let tuned = case()
             .tolerance(wide, "why")

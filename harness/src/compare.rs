@@ -1,120 +1,54 @@
-//! Tensor comparison with the semantics of PyTorch's `torch.testing.assert_close`.
-//!
-//! The verdict and the statistics agree element for element with
-//! `torch/testing/_comparison.py` (PyTorch 2.11): default tolerances per dtype
-//! (`default_tolerances`), dtype promotion before comparing
-//! (`TensorLikePair._equalize_attributes`), closeness through libtorch's own
-//! `isclose` (`_compare_regular_values_close`), and the greatest differences over
-//! the mismatched elements only, computed in the compared dtype
-//! (`make_tensor_mismatch_msg`). Two deliberate differences from `assert_close`:
-//! tensors of different dtypes are always promoted (as with `check_dtype=False`),
-//! and tensors on different devices are always compared on the CPU (as with
-//! `check_device=False`).
+//! The tolerance check's comparisons: tch tensors are copied to the host and
+//! compared by devcheck-report's `torch.testing.assert_close` (its exact
+//! semantics: default tolerances per dtype, dtype promotion, closeness and the
+//! greatest differences over the mismatched elements in the compared dtype).
+//! It is the one implementation devcheck has: dumps and `cargo devcheck
+//! compare` use it too, and none of its arithmetic depends on a tch release.
+//! Two deliberate differences from `assert_close`: tensors of different dtypes
+//! are always promoted (as with `check_dtype=False`), and tensors on different
+//! devices are always compared on the host (as with `check_device=False`).
+//! Quantized tensors are compared dequantized, as float32.
 
+use devcheck_report::assert_close;
+pub use devcheck_report::assert_close::{Comparison, Tolerance};
 use devcheck_report::dtype::DType;
-use serde::{Deserialize, Serialize};
+use devcheck_report::tensor::HostTensor;
 use tch::{Device, Kind, TchError, Tensor};
-
-use crate::version::{dtype_of, kind_name};
 use thiserror::Error;
 
-pub(crate) use devcheck_report::python::{float_repr, tuple_repr};
+pub(crate) use devcheck_report::python::tuple_repr;
 
-/// How close two values must be: `|actual - expected| <= atol + rtol * |expected|`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Tolerance {
-    /// Relative tolerance, scaled by `|expected|`.
-    pub rtol: f64,
-    /// Absolute tolerance.
-    pub atol: f64,
-    /// Whether a NaN matches a NaN in the same place.
-    pub equal_nan: bool,
+use crate::version::{dtype_of, kind_name};
+
+/// `assert_close`'s default tolerance for one tch kind (`_DTYPE_PRECISIONS`):
+/// a complex kind's is its components', a quantized one's is float32's.
+pub fn tolerance_for(kind: Kind) -> Tolerance {
+    Tolerance::for_dtype(compared_dtype(kind))
 }
 
-impl Tolerance {
-    /// `assert_close`'s default tolerance for one dtype (`_DTYPE_PRECISIONS`).
-    pub fn for_kind(kind: Kind) -> Self {
-        let dtype = match kind {
-            // A complex dtype's tolerance is its components'.
-            Kind::ComplexHalf => DType::Float16,
-            Kind::ComplexFloat => DType::Float32,
-            Kind::ComplexDouble => DType::Float64,
-            // Quantized tensors are compared dequantized, as float32.
-            Kind::QInt8 | Kind::QUInt8 | Kind::QInt32 => DType::Float32,
-            // Integers, bool and the 1-byte floats must be equal.
-            other => dtype_of(other).expect("every other kind has a dtype"),
-        };
-        let defaults = devcheck_report::assert_close::Tolerance::for_dtype(dtype);
-        Tolerance {
-            rtol: defaults.rtol,
-            atol: defaults.atol,
-            equal_nan: false,
-        }
-    }
-
-    /// The same tolerance, with NaN matching NaN or not.
-    pub fn with_equal_nan(self, equal_nan: bool) -> Self {
-        Tolerance { equal_nan, ..self }
-    }
-
-    /// `assert_close`'s default for a pair: the looser of the two dtypes' tolerances, each taken separately.
-    pub fn for_pair(actual: Kind, expected: Kind) -> Self {
-        let (a, e) = (Self::for_kind(actual), Self::for_kind(expected));
-        Tolerance {
-            rtol: a.rtol.max(e.rtol),
-            atol: a.atol.max(e.atol),
-            equal_nan: false,
-        }
-    }
+/// `assert_close`'s default for a pair of kinds: the looser of the two
+/// kinds' tolerances, rtol and atol each taken separately.
+pub fn tolerance_for_pair(actual: Kind, expected: Kind) -> Tolerance {
+    Tolerance::for_pair(compared_dtype(actual), compared_dtype(expected))
 }
 
-/// The outcome of a comparison and `assert_close`'s mismatch statistics.
-///
-/// The greatest differences are taken over mismatched elements only, so they are
-/// 0 (at the first element) when everything matches. A NaN difference wins the
-/// maximum, as `torch.max` propagates NaN. In JSON, non-finite numbers are
-/// written as the strings `"nan"`, `"inf"` and `"-inf"` and read back the same.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Comparison {
-    /// Whether every element is close.
-    pub passed: bool,
-    /// Number of elements that are not close.
-    pub mismatched: u64,
-    /// Number of elements compared.
-    pub total: u64,
-    /// Shape of both tensors.
-    pub shape: Vec<i64>,
-    /// The dtype both tensors were promoted to, in PyTorch's spelling (`"float32"`).
-    pub dtype: String,
-    /// Greatest `|actual - expected|` over mismatched elements.
-    #[serde(with = "devcheck_report::assert_close::non_finite")]
-    pub max_abs_diff: f64,
-    /// Where `max_abs_diff` is; empty for 0-dim tensors.
-    pub max_abs_index: Vec<i64>,
-    /// Greatest `|actual - expected| / |expected|` over mismatched elements.
-    #[serde(with = "devcheck_report::assert_close::non_finite")]
-    pub max_rel_diff: f64,
-    /// Where `max_rel_diff` is; empty for 0-dim tensors.
-    pub max_rel_index: Vec<i64>,
-    /// Relative tolerance used.
-    #[serde(with = "devcheck_report::assert_close::non_finite")]
-    pub rtol: f64,
-    /// Absolute tolerance used.
-    #[serde(with = "devcheck_report::assert_close::non_finite")]
-    pub atol: f64,
+/// The dtype whose tolerance a kind takes.
+fn compared_dtype(kind: Kind) -> DType {
+    match kind {
+        Kind::ComplexHalf => DType::Float16,
+        Kind::ComplexFloat => DType::Float32,
+        Kind::ComplexDouble => DType::Float64,
+        Kind::QInt8 | Kind::QUInt8 | Kind::QInt32 => DType::Float32,
+        other => dtype_of(other).expect("every other kind has a dtype"),
+    }
 }
 
 /// Why two tensors could not be compared.
 #[derive(Debug, Error)]
 pub enum CompareError {
-    /// The shapes differ, so elements cannot be paired.
-    #[error("shape {actual:?} vs expected {expected:?}: compare tensors of the same shape")]
-    ShapeMismatch {
-        /// Shape of the actual tensor.
-        actual: Vec<i64>,
-        /// Shape of the expected tensor.
-        expected: Vec<i64>,
-    },
+    /// `assert_close` refuses the pair: shapes, dtypes or tolerances.
+    #[error(transparent)]
+    AssertClose(#[from] assert_close::CompareError),
     /// A tensor holds no values, or values of a dtype that cannot be compared numerically.
     #[error("cannot compare the {side} tensor: {reason}")]
     Unsupported {
@@ -123,26 +57,15 @@ pub enum CompareError {
         /// What is wrong and what to do about it.
         reason: String,
     },
-    /// A non-zero tolerance for 1-byte floats, which `assert_close` only compares bitwise.
-    #[error("{dtype} tensors are compared bitwise: use rtol = 0 and atol = 0, not rtol = {rtol:e} and atol = {atol:e}")]
-    BitwiseOnly {
-        /// The 1-byte float dtype.
-        dtype: &'static str,
-        /// Relative tolerance asked for.
-        rtol: f64,
-        /// Absolute tolerance asked for.
-        atol: f64,
-    },
-    /// libtorch raised an error while comparing.
-    #[error("libtorch failed while comparing tensors: {0}")]
+    /// libtorch raised an error while copying a tensor to the host.
+    #[error("libtorch failed while copying a tensor to the host: {0}")]
     Torch(#[from] TchError),
 }
 
-/// Compares `actual` with `expected` as `torch.testing.assert_close` does.
-///
-/// Both tensors are copied to the CPU and promoted to a common dtype; the
-/// differences are computed in that dtype (float16 differences are rounded to
-/// float16, integer ones are taken in int64), exactly as `assert_close` does.
+/// Compares `actual` with `expected` as `torch.testing.assert_close` does, on
+/// the host: both are copied there, then promoted to a common dtype and
+/// compared in its arithmetic (float16 differences rounded to float16, integer
+/// ones taken in int64).
 pub fn compare(
     actual: &Tensor,
     expected: &Tensor,
@@ -150,13 +73,6 @@ pub fn compare(
 ) -> Result<Comparison, CompareError> {
     let actual_kind = kind_of(actual, "actual")?;
     let expected_kind = kind_of(expected, "expected")?;
-    let shape = actual.size();
-    if shape != expected.size() {
-        return Err(CompareError::ShapeMismatch {
-            actual: shape,
-            expected: expected.size(),
-        });
-    }
     if is_quantized(actual_kind) != is_quantized(expected_kind) {
         let (side, kind) = if is_quantized(actual_kind) {
             ("expected", expected_kind)
@@ -171,138 +87,9 @@ pub fn compare(
             ),
         });
     }
-
-    let actual = host_values(actual)?;
-    let expected = host_values(expected)?;
-    let kind = promoted_kind(actual.f_kind()?, expected.f_kind()?)?;
-    let mut result = Comparison {
-        passed: true,
-        mismatched: 0,
-        total: shape.iter().product::<i64>() as u64,
-        shape,
-        dtype: kind_name(kind).to_string(),
-        max_abs_diff: 0.0,
-        max_abs_index: Vec::new(),
-        max_rel_diff: 0.0,
-        max_rel_index: Vec::new(),
-        rtol: tolerance.rtol,
-        atol: tolerance.atol,
-    };
-    if result.total == 0 {
-        return Ok(result);
-    }
-
-    let (actual, expected) = if is_float8(kind) {
-        if tolerance.rtol != 0.0 || tolerance.atol != 0.0 {
-            return Err(CompareError::BitwiseOnly {
-                dtype: kind_name(kind),
-                rtol: tolerance.rtol,
-                atol: tolerance.atol,
-            });
-        }
-        // Widening is exact, so equality (and NaN-ness) is unchanged, and float32
-        // has kernels for every operation below.
-        (
-            actual.f_to_kind(Kind::Float)?,
-            expected.f_to_kind(Kind::Float)?,
-        )
-    } else {
-        (actual.f_to_kind(kind)?, expected.f_to_kind(kind)?)
-    };
-
-    let matches = actual.f_isclose(
-        &expected,
-        tolerance.rtol,
-        tolerance.atol,
-        tolerance.equal_nan,
-    )?;
-    let matched = matches.f_sum(Kind::Int64)?.f_int64_value(&[])? as u64;
-    result.mismatched = result.total - matched;
-    result.passed = result.mismatched == 0;
-    if result.passed {
-        result.max_abs_index = unravel(0, &result.shape);
-        result.max_rel_index = result.max_abs_index.clone();
-        return Ok(result);
-    }
-
-    if result.shape.is_empty() {
-        let (abs_diff, rel_diff) = scalar_differences(&actual, &expected, kind)?;
-        result.max_abs_diff = abs_diff;
-        result.max_rel_diff = rel_diff;
-        return Ok(result);
-    }
-
-    let (mut actual, mut expected) = (actual.f_flatten(0, -1)?, expected.f_flatten(0, -1)?);
-    if is_integral(kind) {
-        // As assert_close: int64 keeps uint8 differences from wrapping around.
-        actual = actual.f_to_kind(Kind::Int64)?;
-        expected = expected.f_to_kind(Kind::Int64)?;
-    }
-    // Matched elements are zeroed so that only mismatches compete for the maximum.
-    let matched_flat = matches.f_flatten(0, -1)?;
-    let abs_diff = actual
-        .f_sub(&expected)?
-        .f_abs()?
-        .f_masked_fill(&matched_flat, 0)?;
-    // For integers this is true division into the default float dtype, as in Python.
-    let rel_diff = abs_diff
-        .f_div(&expected.f_abs()?)?
-        .f_masked_fill(&matched_flat, 0)?;
-    let (abs_value, abs_index) = greatest(&abs_diff)?;
-    let (rel_value, rel_index) = greatest(&rel_diff)?;
-    result.max_abs_diff = abs_value;
-    result.max_abs_index = unravel(abs_index, &result.shape);
-    result.max_rel_diff = rel_value;
-    result.max_rel_index = unravel(rel_index, &result.shape);
-    Ok(result)
-}
-
-impl Comparison {
-    /// The statistics lines of `assert_close`'s failure message (without its header).
-    ///
-    /// For 0-dim tensors these are the "Absolute difference" and "Relative
-    /// difference" lines, without the "Expected … but got …" line. A passing
-    /// comparison describes itself as "Mismatched elements: 0 / N (0.0%)".
-    pub fn describe(&self) -> String {
-        if self.passed {
-            return format!("Mismatched elements: 0 / {} (0.0%)", self.total);
-        }
-        // With both tolerances zero assert_close checks equality and names no allowance.
-        let allowance = |tolerance: f64| {
-            if self.rtol == 0.0 && self.atol == 0.0 {
-                String::new()
-            } else {
-                format!(" (up to {} allowed)", float_repr(tolerance))
-            }
-        };
-        // Integer differences are Python ints in assert_close, printed without ".0".
-        let abs_diff = if is_integral_name(&self.dtype) {
-            format!("{}", self.max_abs_diff as i64)
-        } else {
-            float_repr(self.max_abs_diff)
-        };
-        let rel_diff = float_repr(self.max_rel_diff);
-        if self.shape.is_empty() {
-            return format!(
-                "Absolute difference: {abs_diff}{}\nRelative difference: {rel_diff}{}",
-                allowance(self.atol),
-                allowance(self.rtol),
-            );
-        }
-        // Python's f"{x:.1%}" multiplies by 100 first, then rounds half to even as Rust does.
-        let percent = self.mismatched as f64 / self.total as f64 * 100.0;
-        format!(
-            "Mismatched elements: {} / {} ({percent:.1}%)\n\
-             Greatest absolute difference: {abs_diff} at index {}{}\n\
-             Greatest relative difference: {rel_diff} at index {}{}",
-            self.mismatched,
-            self.total,
-            tuple_repr(&self.max_abs_index),
-            allowance(self.atol),
-            tuple_repr(&self.max_rel_index),
-            allowance(self.rtol),
-        )
-    }
+    let actual = host_tensor(actual, actual_kind, "actual")?;
+    let expected = host_tensor(expected, expected_kind, "expected")?;
+    Ok(assert_close::compare(&actual, &expected, tolerance)?)
 }
 
 /// The kind of a tensor, or why it has none that can be compared.
@@ -319,104 +106,39 @@ fn kind_of(tensor: &Tensor, side: &'static str) -> Result<Kind, CompareError> {
     })
 }
 
-/// The tensor's values on the CPU, dequantized if quantized.
-fn host_values(tensor: &Tensor) -> Result<Tensor, TchError> {
-    let host = tensor.f_to_device(Device::Cpu)?;
-    if is_quantized(host.f_kind()?) {
-        host.f_dequantize()
-    } else {
-        Ok(host)
-    }
-}
-
-/// `torch.promote_types`, taken from libtorch itself through an operation on empty tensors.
-fn promoted_kind(actual: Kind, expected: Kind) -> Result<Kind, TchError> {
-    if actual == expected {
-        return Ok(actual);
-    }
-    let empty = |kind| Tensor::f_empty([0i64].as_slice(), (kind, Device::Cpu));
-    empty(actual)?.f_add(&empty(expected)?)?.f_kind()
-}
-
-/// The greatest element of a 1-D tensor and its flat index, as `torch.max(t, 0)` returns them.
-fn greatest(values: &Tensor) -> Result<(f64, i64), TchError> {
-    let (value, index) = values.f_max_dim(0, false)?;
-    Ok((value.f_double_value(&[])?, index.f_int64_value(&[])?))
-}
-
-/// Differences of two 0-dim tensors, computed as `make_scalar_mismatch_msg` does on Python numbers.
-fn scalar_differences(
-    actual: &Tensor,
-    expected: &Tensor,
+/// A copy of `tensor`'s values on the host, dequantized if quantized.
+fn host_tensor(
+    tensor: &Tensor,
     kind: Kind,
-) -> Result<(f64, f64), TchError> {
-    if is_integral(kind) {
-        // Python ints do not overflow; i128 holds any difference of two int64s.
-        let actual = i128::from(actual.f_int64_value(&[])?);
-        let expected = i128::from(expected.f_int64_value(&[])?);
-        let abs_diff = (actual - expected).abs() as f64;
-        let rel_diff = if expected == 0 {
-            f64::INFINITY
-        } else {
-            abs_diff / expected.abs() as f64
-        };
-        return Ok((abs_diff, rel_diff));
+    side: &'static str,
+) -> Result<HostTensor, CompareError> {
+    let mut host = tensor.f_to_device(Device::Cpu)?;
+    if is_quantized(kind) {
+        host = host.f_dequantize()?;
     }
-    // Python floats and complexes are double precision.
-    let wide = if is_complex(kind) {
-        Kind::ComplexDouble
-    } else {
-        Kind::Double
-    };
-    let (actual, expected) = (actual.f_to_kind(wide)?, expected.f_to_kind(wide)?);
-    let abs_diff = actual.f_sub(&expected)?.f_abs()?.f_double_value(&[])?;
-    let expected_magnitude = expected.f_abs()?.f_double_value(&[])?;
-    // Unlike the tensor path, a zero expected value gives inf even when the difference is NaN.
-    let rel_diff = if expected_magnitude == 0.0 {
-        f64::INFINITY
-    } else {
-        abs_diff / expected_magnitude
-    };
-    Ok((abs_diff, rel_diff))
-}
-
-/// Row-major multi-index of a flat index.
-fn unravel(mut flat: i64, shape: &[i64]) -> Vec<i64> {
-    let mut index = vec![0; shape.len()];
-    for (slot, &size) in index.iter_mut().zip(shape).rev() {
-        *slot = flat % size;
-        flat /= size;
+    let kind = host.f_kind()?;
+    let dtype = dtype_of(kind).ok_or_else(|| CompareError::Unsupported {
+        side,
+        reason: format!(
+            "{} tensors are not compared; compare `Tensor::view_as_real` of both instead",
+            kind_name(kind)
+        ),
+    })?;
+    let host = host.f_contiguous()?;
+    let shape: Vec<usize> = host.size().iter().map(|&n| n as usize).collect();
+    let elements: usize = shape.iter().product();
+    let mut bytes = vec![0u8; elements * dtype.size_in_bytes()];
+    if elements > 0 {
+        host.f_copy_data_u8(&mut bytes, elements)?;
     }
-    index
-}
-
-fn is_integral(kind: Kind) -> bool {
-    matches!(
-        kind,
-        Kind::Bool | Kind::Uint8 | Kind::Int8 | Kind::Int16 | Kind::Int | Kind::Int64
-    )
-}
-
-fn is_integral_name(name: &str) -> bool {
-    matches!(
-        name,
-        "bool" | "uint8" | "int8" | "int16" | "int32" | "int64"
-    )
-}
-
-fn is_complex(kind: Kind) -> bool {
-    matches!(
-        kind,
-        Kind::ComplexHalf | Kind::ComplexFloat | Kind::ComplexDouble
-    )
+    HostTensor::from_le_bytes(dtype, shape, &bytes).map_err(|error| CompareError::Unsupported {
+        side,
+        reason: error.to_string(),
+    })
 }
 
 fn is_quantized(kind: Kind) -> bool {
     matches!(kind, Kind::QInt8 | Kind::QUInt8 | Kind::QInt32)
-}
-
-fn is_float8(kind: Kind) -> bool {
-    matches!(dtype_of(kind), Some(DType::Float8(_)))
 }
 
 #[cfg(test)]
@@ -708,6 +430,10 @@ mod tests {
         Tensor::from_slice(values).to_kind(kind).reshape(shape)
     }
 
+    fn indices(index: &[usize]) -> Vec<i64> {
+        index.iter().map(|&i| i as i64).collect()
+    }
+
     /// Equality of floats in which NaN equals NaN: the statistics must reproduce NaNs too.
     fn assert_same(actual: f64, expected: f64, what: &str) {
         assert!(
@@ -724,7 +450,7 @@ mod tests {
             let expected = tensor(fixture.expected, fixture.shape, fixture.expected_kind);
             if fixture.default_tolerance {
                 assert_eq!(
-                    Tolerance::for_pair(fixture.actual_kind, fixture.expected_kind)
+                    tolerance_for_pair(fixture.actual_kind, fixture.expected_kind)
                         .with_equal_nan(fixture.tolerance.equal_nan),
                     fixture.tolerance,
                     "{name}: default tolerance"
@@ -735,9 +461,17 @@ mod tests {
             assert_eq!(result.mismatched, fixture.mismatched, "{name}: mismatched");
             assert_eq!(result.total, fixture.actual.len() as u64, "{name}: total");
             assert_same(result.max_abs_diff, fixture.max_abs_diff, name);
-            assert_eq!(result.max_abs_index, fixture.max_abs_index, "{name}");
+            assert_eq!(
+                indices(&result.max_abs_index),
+                fixture.max_abs_index,
+                "{name}"
+            );
             assert_same(result.max_rel_diff, fixture.max_rel_diff, name);
-            assert_eq!(result.max_rel_index, fixture.max_rel_index, "{name}");
+            assert_eq!(
+                indices(&result.max_rel_index),
+                fixture.max_rel_index,
+                "{name}"
+            );
             assert_eq!(result.describe(), fixture.message, "{name}: message");
         }
     }
@@ -749,12 +483,12 @@ mod tests {
             &[2, 3],
             Kind::Float,
         );
-        let result = compare(&values, &values, Tolerance::for_kind(Kind::Float)).unwrap();
+        let result = compare(&values, &values, tolerance_for(Kind::Float)).unwrap();
         assert!(result.passed);
         assert_eq!((result.mismatched, result.total), (0, 6));
         assert_eq!((result.max_abs_diff, result.max_rel_diff), (0.0, 0.0));
         assert_eq!(result.max_abs_index, vec![0, 0]);
-        assert_eq!(result.dtype, "float32");
+        assert_eq!(result.dtype.name(), "float32");
         assert_eq!(result.describe(), "Mismatched elements: 0 / 6 (0.0%)");
     }
 
@@ -763,7 +497,7 @@ mod tests {
         // At expected = 1 float32 allows 1e-5 + 1.3e-6 = 1.13e-5, between 92 and 101 ulps of 1.
         let ulp = f64::powi(2.0, -23);
         let expected = tensor(&[1.0], &[1], Kind::Float);
-        let tolerance = Tolerance::for_kind(Kind::Float);
+        let tolerance = tolerance_for(Kind::Float);
 
         let inside = tensor(&[1.0 + 92.0 * ulp], &[1], Kind::Float);
         let result = compare(&inside, &expected, tolerance).unwrap();
@@ -788,7 +522,7 @@ mod tests {
     fn greatest_differences_are_located_separately_in_2d() {
         let expected = tensor(&[1.0, 2.0, 100.0, 0.01, 5.0, 6.0], &[2, 3], Kind::Double);
         let actual = tensor(&[1.0, 2.0, 101.0, 0.02, 5.0, 6.0], &[2, 3], Kind::Double);
-        let result = compare(&actual, &expected, Tolerance::for_kind(Kind::Double)).unwrap();
+        let result = compare(&actual, &expected, tolerance_for(Kind::Double)).unwrap();
         assert_eq!(result.mismatched, 2);
         assert_eq!(
             (result.max_abs_diff, result.max_abs_index.clone()),
@@ -801,13 +535,13 @@ mod tests {
     #[test]
     fn nan_matches_nan_only_with_equal_nan() {
         let nan = tensor(&[f64::NAN, 1.0], &[2], Kind::Float);
-        let strict = compare(&nan, &nan, Tolerance::for_kind(Kind::Float)).unwrap();
+        let strict = compare(&nan, &nan, tolerance_for(Kind::Float)).unwrap();
         assert!(!strict.passed);
         assert_eq!(strict.mismatched, 1);
         assert!(strict.max_abs_diff.is_nan());
         assert_eq!(strict.max_abs_index, vec![0]);
 
-        let lenient = Tolerance::for_kind(Kind::Float).with_equal_nan(true);
+        let lenient = tolerance_for(Kind::Float).with_equal_nan(true);
         assert!(compare(&nan, &nan, lenient).unwrap().passed);
     }
 
@@ -815,7 +549,7 @@ mod tests {
     fn nan_against_a_number_is_a_mismatch_even_with_equal_nan() {
         let actual = tensor(&[f64::NAN, 1.0], &[2], Kind::Float);
         let expected = tensor(&[1.0, 1.0], &[2], Kind::Float);
-        let tolerance = Tolerance::for_kind(Kind::Float).with_equal_nan(true);
+        let tolerance = tolerance_for(Kind::Float).with_equal_nan(true);
         let result = compare(&actual, &expected, tolerance).unwrap();
         assert_eq!(result.mismatched, 1);
         assert!(result.max_abs_diff.is_nan() && result.max_rel_diff.is_nan());
@@ -824,7 +558,7 @@ mod tests {
     #[test]
     fn equal_infinities_match_and_opposite_ones_do_not() {
         let infinities = tensor(&[f64::INFINITY, f64::NEG_INFINITY], &[2], Kind::Float);
-        let tolerance = Tolerance::for_kind(Kind::Float);
+        let tolerance = tolerance_for(Kind::Float);
         assert!(compare(&infinities, &infinities, tolerance).unwrap().passed);
 
         let flipped = tensor(&[f64::INFINITY, f64::INFINITY], &[2], Kind::Float);
@@ -840,7 +574,7 @@ mod tests {
     fn zero_expected_gives_infinite_relative_difference() {
         let actual = tensor(&[0.0, 1e-3], &[2], Kind::Float);
         let expected = tensor(&[0.0, 0.0], &[2], Kind::Float);
-        let result = compare(&actual, &expected, Tolerance::for_kind(Kind::Float)).unwrap();
+        let result = compare(&actual, &expected, tolerance_for(Kind::Float)).unwrap();
         assert_eq!(result.mismatched, 1);
         assert_eq!(result.max_rel_diff, f64::INFINITY);
         assert_eq!(result.max_rel_index, vec![1]);
@@ -849,7 +583,7 @@ mod tests {
     #[test]
     fn default_tolerances_per_dtype() {
         let pair = |kind| {
-            let tolerance = Tolerance::for_kind(kind);
+            let tolerance = tolerance_for(kind);
             (tolerance.rtol, tolerance.atol)
         };
         assert_eq!(pair(Kind::Half), (1e-3, 1e-5));
@@ -859,13 +593,13 @@ mod tests {
         assert_eq!(pair(Kind::ComplexFloat), (1.3e-6, 1e-5));
         assert_eq!(pair(Kind::Int64), (0.0, 0.0));
         assert_eq!(pair(Kind::Bool), (0.0, 0.0));
-        assert!(!Tolerance::for_kind(Kind::Half).equal_nan);
+        assert!(!tolerance_for(Kind::Half).equal_nan);
     }
 
     #[test]
     fn mixed_dtypes_take_the_looser_tolerance_of_each_kind() {
         let pair = |actual, expected| {
-            let tolerance = Tolerance::for_pair(actual, expected);
+            let tolerance = tolerance_for_pair(actual, expected);
             (tolerance.rtol, tolerance.atol)
         };
         assert_eq!(pair(Kind::Float, Kind::Half), (1e-3, 1e-5));
@@ -881,16 +615,16 @@ mod tests {
         let result = compare(
             &actual,
             &expected,
-            Tolerance::for_pair(Kind::BFloat16, Kind::Half),
+            tolerance_for_pair(Kind::BFloat16, Kind::Half),
         );
-        assert_eq!(result.unwrap().dtype, "float32");
+        assert_eq!(result.unwrap().dtype.name(), "float32");
     }
 
     #[test]
     fn shape_mismatch_is_an_error() {
         let actual = Tensor::zeros([2, 3], (Kind::Float, Device::Cpu));
         let expected = Tensor::zeros([3, 2], (Kind::Float, Device::Cpu));
-        let error = compare(&actual, &expected, Tolerance::for_kind(Kind::Float)).unwrap_err();
+        let error = compare(&actual, &expected, tolerance_for(Kind::Float)).unwrap_err();
         assert_eq!(
             error.to_string(),
             "shape [2, 3] vs expected [3, 2]: compare tensors of the same shape"
@@ -900,7 +634,7 @@ mod tests {
     #[test]
     fn undefined_tensor_is_an_error() {
         let defined = Tensor::zeros([1], (Kind::Float, Device::Cpu));
-        let error = compare(&defined, &Tensor::new(), Tolerance::for_kind(Kind::Float));
+        let error = compare(&defined, &Tensor::new(), tolerance_for(Kind::Float));
         assert!(matches!(
             error,
             Err(CompareError::Unsupported {
@@ -913,7 +647,7 @@ mod tests {
     #[test]
     fn empty_tensors_pass() {
         let empty = Tensor::zeros([0, 4], (Kind::Float, Device::Cpu));
-        let result = compare(&empty, &empty, Tolerance::for_kind(Kind::Float)).unwrap();
+        let result = compare(&empty, &empty, tolerance_for(Kind::Float)).unwrap();
         assert!(result.passed);
         assert_eq!((result.mismatched, result.total), (0, 0));
         assert!(result.max_abs_index.is_empty());
@@ -923,7 +657,7 @@ mod tests {
     fn scalar_differences_are_taken_in_double_precision() {
         let actual = tensor(&[1000.0], &[], Kind::Half);
         let expected = tensor(&[0.3], &[], Kind::Half);
-        let result = compare(&actual, &expected, Tolerance::for_kind(Kind::Half)).unwrap();
+        let result = compare(&actual, &expected, tolerance_for(Kind::Half)).unwrap();
         assert!(result.max_abs_index.is_empty());
         // float16 0.3 is 0.300048828125; in float16 arithmetic the difference would be 999.5.
         assert_eq!(result.max_abs_diff, 999.699951171875);
@@ -938,7 +672,7 @@ mod tests {
     fn uint8_differences_do_not_wrap_around() {
         let actual = Tensor::from_slice(&[0u8, 7]);
         let expected = Tensor::from_slice(&[1u8, 7]);
-        let result = compare(&actual, &expected, Tolerance::for_kind(Kind::Uint8)).unwrap();
+        let result = compare(&actual, &expected, tolerance_for(Kind::Uint8)).unwrap();
         assert_eq!(result.max_abs_diff, 1.0);
         assert_eq!(
             result.describe(),
@@ -954,12 +688,12 @@ mod tests {
     fn float8_is_compared_bitwise() {
         let actual = tensor(&[1.0, 2.0], &[2], Kind::Float8e4m3fn);
         let expected = tensor(&[1.0, 2.5], &[2], Kind::Float8e4m3fn);
-        let exact = Tolerance::for_kind(Kind::Float8e4m3fn);
+        let exact = tolerance_for(Kind::Float8e4m3fn);
         assert_eq!((exact.rtol, exact.atol), (0.0, 0.0));
         let result = compare(&actual, &expected, exact).unwrap();
         assert_eq!((result.mismatched, result.max_abs_diff), (1, 0.5));
 
-        let loose = Tolerance::for_kind(Kind::Float);
+        let loose = tolerance_for(Kind::Float);
         let error = compare(&actual, &expected, loose).unwrap_err();
         assert_eq!(
             error.to_string(),
@@ -972,10 +706,10 @@ mod tests {
     fn quantized_tensors_compare_dequantized_but_not_with_plain_ones() {
         let values = tensor(&[0.5, 1.0, 1.5], &[3], Kind::Float);
         let quantized = values.quantize_per_tensor(0.5, 0, Kind::QInt8);
-        let tolerance = Tolerance::for_kind(Kind::QInt8);
+        let tolerance = tolerance_for(Kind::QInt8);
         let result = compare(&quantized, &quantized, tolerance).unwrap();
         assert!(result.passed);
-        assert_eq!(result.dtype, "float32");
+        assert_eq!(result.dtype.name(), "float32");
         let error = compare(&quantized, &values, tolerance).unwrap_err();
         assert!(matches!(
             error,
@@ -990,7 +724,7 @@ mod tests {
     fn json_round_trips_non_finite_numbers_as_strings() {
         let actual = tensor(&[f64::NAN, 1.0], &[2], Kind::Float);
         let expected = tensor(&[1.0, 0.0], &[2], Kind::Float);
-        let result = compare(&actual, &expected, Tolerance::for_kind(Kind::Float)).unwrap();
+        let result = compare(&actual, &expected, tolerance_for(Kind::Float)).unwrap();
         let json = serde_json::to_string(&result).unwrap();
         assert!(json.contains(r#""max_abs_diff":"nan""#), "{json}");
         let back: Comparison = serde_json::from_str(&json).unwrap();
@@ -1003,5 +737,34 @@ mod tests {
         .unwrap();
         assert_eq!(infinite.max_rel_diff, f64::NEG_INFINITY);
         assert!(serde_json::from_str::<Comparison>(&json.replace("\"nan\"", "\"NaN\"")).is_err());
+    }
+
+    #[test]
+    fn non_contiguous_tensors_are_compared_by_their_logical_index() {
+        // A transposed view: its storage holds 1..6 row by row, its elements do not.
+        let transposed = tensor(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3], Kind::Float).tr();
+        assert!(!transposed.is_contiguous());
+        let same = tensor(&[1.0, 4.0, 2.0, 5.0, 3.0, 6.0], &[3, 2], Kind::Float);
+        assert!(
+            compare(&transposed, &same, tolerance_for(Kind::Float))
+                .unwrap()
+                .passed
+        );
+        let last_differs = tensor(&[1.0, 4.0, 2.0, 5.0, 3.0, 7.0], &[3, 2], Kind::Float);
+        let result = compare(&transposed, &last_differs, tolerance_for(Kind::Float)).unwrap();
+        assert_eq!(result.mismatched, 1);
+        assert_eq!(result.max_abs_index, vec![2, 1]);
+        assert_eq!(result.max_abs_diff, 1.0);
+    }
+
+    #[test]
+    fn complex_tensors_are_refused_with_what_to_compare_instead() {
+        let complex = Tensor::zeros([2], (Kind::ComplexFloat, Device::Cpu));
+        let error = compare(&complex, &complex, tolerance_for(Kind::ComplexFloat)).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "cannot compare the actual tensor: complex64 tensors are not compared; \
+             compare `Tensor::view_as_real` of both instead"
+        );
     }
 }

@@ -77,7 +77,7 @@ impl ErrorBound {
         let half = matches!(kind, Kind::Half | Kind::BFloat16);
         Self {
             multiplier: if half || numel < 1000 { 3.0 } else { 2.0 },
-            floor: Tolerance::for_kind(kind).atol / 10.0,
+            floor: crate::compare::tolerance_for(kind).atol / 10.0,
         }
     }
 
@@ -219,7 +219,7 @@ fn judge(
         .map(|(name, cand)| {
             let reference_tensor = find(reference, name, "reference")?;
             let base = find(baseline, name, "CPU run in the case's dtype")?;
-            let defaults = Tolerance::for_pair(cand.kind(), reference_tensor.kind());
+            let defaults = crate::compare::tolerance_for_pair(cand.kind(), reference_tensor.kind());
             let override_tolerance = case.tolerance_override(name);
             let vs_reference = assert_close(
                 cand,
@@ -232,7 +232,10 @@ fn judge(
                     assert_close(
                         cand,
                         base,
-                        override_tolerance.unwrap_or(Tolerance::for_pair(cand.kind(), base.kind())),
+                        override_tolerance.unwrap_or(crate::compare::tolerance_for_pair(
+                            cand.kind(),
+                            base.kind(),
+                        )),
                         name,
                     )
                 })
