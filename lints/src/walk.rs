@@ -4,6 +4,13 @@
 //! git repositories), `.ignore` and hidden-file rules apply as in ripgrep.
 //! Symbolic links are followed so that linked source trees are linted; a
 //! link that points back at an ancestor is reported, not followed.
+//!
+//! Only `.rs` files are ever read, so a path that is neither one of them nor
+//! a directory that could hold one is no input: a dangling link to
+//! `train.py` or to a checkpoint changes neither the findings nor the exit
+//! code. The walker resolves each link once to learn whether it is a linked
+//! source tree; when that fails for a link not named `.rs`, the link leads
+//! nowhere the lint would look, so the failure is dropped, not reported.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -53,6 +60,7 @@ pub fn collect_rust_files(paths: &[PathBuf]) -> Walked {
                         push_unique(&mut walked.files, &mut seen, entry.into_path());
                     }
                 }
+                Err(err) if is_unresolvable_link_to_no_source(&err) => {}
                 Err(err) => walked.errors.push(walk_error(root, &err)),
             }
         }
@@ -69,6 +77,29 @@ fn push_unique(files: &mut Vec<PathBuf>, seen: &mut HashSet<PathBuf>, path: Path
     }
 }
 
+/// Whether `err` is the walker failing to follow a link that is not named
+/// `.rs` and leads nowhere (a missing target, a chain of links that loops,
+/// a path through a file). Such a link is neither a Rust file nor a
+/// directory the walk could enter, so nothing the lint reads is lost by
+/// skipping it. A link loop back to an ancestor resolves (to a directory)
+/// and is still reported, and so is a target the OS refused to show: it may
+/// be a source tree the user cannot read.
+fn is_unresolvable_link_to_no_source(err: &ignore::Error) -> bool {
+    if is_loop(err) {
+        return false;
+    }
+    let Some(path) = path_of(err) else {
+        return false;
+    };
+    let named_rs = path.extension().is_some_and(|e| e == "rs");
+    // Only paths the walker already failed on are looked at again, and the
+    // lstat does not follow the link.
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    let leads_nowhere = std::fs::metadata(path)
+        .is_err_and(|err| err.kind() != std::io::ErrorKind::PermissionDenied);
+    !named_rs && is_link && leads_nowhere
+}
+
 fn io_error(path: &Path, err: &std::io::Error) -> FileError {
     let message = match err.kind() {
         std::io::ErrorKind::NotFound => "no such file or directory".to_owned(),
@@ -81,27 +112,31 @@ fn io_error(path: &Path, err: &std::io::Error) -> FileError {
     }
 }
 
-/// Finds the most specific path an `ignore` error is about.
+/// The most specific path an `ignore` error names.
+fn path_of(err: &ignore::Error) -> Option<&Path> {
+    match err {
+        ignore::Error::WithPath { path, .. } => Some(path),
+        ignore::Error::Loop { child, .. } => Some(child),
+        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
+            path_of(err)
+        }
+        _ => None,
+    }
+}
+
+/// Whether an `ignore` error is a symbolic link loop.
+fn is_loop(err: &ignore::Error) -> bool {
+    match err {
+        ignore::Error::Loop { .. } => true,
+        ignore::Error::WithDepth { err, .. }
+        | ignore::Error::WithPath { err, .. }
+        | ignore::Error::WithLineNumber { err, .. } => is_loop(err),
+        _ => false,
+    }
+}
+
+/// Turns an `ignore` error into an error entry on its most specific path.
 fn walk_error(root: &Path, err: &ignore::Error) -> FileError {
-    fn path_of(err: &ignore::Error) -> Option<&Path> {
-        match err {
-            ignore::Error::WithPath { path, .. } => Some(path),
-            ignore::Error::Loop { child, .. } => Some(child),
-            ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
-                path_of(err)
-            }
-            _ => None,
-        }
-    }
-    fn is_loop(err: &ignore::Error) -> bool {
-        match err {
-            ignore::Error::Loop { .. } => true,
-            ignore::Error::WithDepth { err, .. }
-            | ignore::Error::WithPath { err, .. }
-            | ignore::Error::WithLineNumber { err, .. } => is_loop(err),
-            _ => false,
-        }
-    }
     let file = path_of(err).unwrap_or(root).to_owned();
     let message = if is_loop(err) {
         format!("symbolic link loop: {err}; the link was not followed")
@@ -156,6 +191,20 @@ mod tests {
             "{:?}",
             walked.errors
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_that_leads_nowhere_is_an_error_only_when_named_rs() {
+        let dir = scratch("dangling");
+        std::fs::write(dir.join("lib.rs"), "").unwrap();
+        std::os::unix::fs::symlink("missing", dir.join("train.py")).unwrap();
+        std::os::unix::fs::symlink("missing.rs", dir.join("model.rs")).unwrap();
+        let walked = collect_rust_files(std::slice::from_ref(&dir));
+        assert_eq!(walked.files, vec![dir.join("lib.rs")]);
+        assert_eq!(walked.errors.len(), 1, "{:?}", walked.errors);
+        assert_eq!(walked.errors[0].file, dir.join("model.rs"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -273,6 +273,30 @@ fn a_dangling_symlink_is_an_error() {
     assert_eq!(run.code, Some(2));
 }
 
+/// Only `.rs` files are read, so links that lead nowhere under other names
+/// (a script, a data directory, a chain of links that loops, a `Cargo.toml`)
+/// are no input at all: the one finding, no error, exit 1.
+#[cfg(unix)]
+#[test]
+fn a_dangling_symlink_to_a_non_rust_file_is_not_an_input() {
+    let dir = dir_with_good_file();
+    let link = |target: &str, name: &str| {
+        std::os::unix::fs::symlink(target, dir.path().join(name)).unwrap();
+    };
+    link("missing", "train.py");
+    link("/nonexistent/checkpoints", "checkpoints");
+    link("ping", "pong");
+    link("pong", "ping");
+    link("good.rs/inside", "through_a_file");
+    std::fs::create_dir(dir.path().join("crate")).unwrap();
+    std::os::unix::fs::symlink("../gone.toml", dir.path().join("crate/Cargo.toml")).unwrap();
+    let run = lint(&[dir.path()]);
+    run.assert_good_file_linted();
+    assert!(run.errors().is_empty(), "{:#?}", run.errors());
+    assert_eq!(run.count("files_scanned"), 1);
+    assert_eq!(run.code, Some(1));
+}
+
 /// `chmod 000` stops only unprivileged users: root (as in CI containers)
 /// reads the file anyway. `/proc/self/mem` fails to read for everyone (the
 /// process's own address 0 is unmapped, so `read` returns EIO), so a link
