@@ -137,6 +137,7 @@ const AMBIGUOUS_METHODS: &[&str] = &[
     "trainable_variables",
     "device",
     "to_device",
+    "to_device_",
     "print",
     "size",
     "reset",

@@ -228,6 +228,7 @@ const INTERESTING_IDENTS: &[&str] = &[
     "copy_data",
     "copy_data_u8",
     "to_device",
+    "to_device_",
     "to",
     "iter",
     "print",

@@ -604,7 +604,6 @@ fn keeps_shape(name: &str) -> bool {
             | "requires_grad_"
             | "set_requires_grad"
             | "contiguous"
-            | "to_device"
             | "to"
             | "g_mul_scalar"
             | "g_add_scalar"
@@ -635,7 +634,9 @@ pub(crate) fn tensor_method(name: &str, receiver: TensorFacts, args: &[Val]) -> 
         };
     }
     let place = match name {
-        "to_device" | "to" => args.first().and_then(Val::placement).unwrap_or_default(),
+        _ if crate::rules::is_device_move(name) || name == "to" => {
+            args.first().and_then(Val::placement).unwrap_or_default()
+        }
         "cuda" => Place::Device,
         _ => {
             let tensor_args: Vec<&Val> = args
@@ -655,13 +656,11 @@ pub(crate) fn tensor_method(name: &str, receiver: TensorFacts, args: &[Val]) -> 
             }
         }
     };
-    let scalar = scalar_result(name, args.len()) || (receiver.scalar && keeps_shape(name));
+    let moved = crate::rules::is_device_move(name);
+    let scalar =
+        scalar_result(name, args.len()) || (receiver.scalar && (keeps_shape(name) || moved));
     let mask = mask_result(name)
-        || (receiver.mask
-            && matches!(
-                name,
-                "shallow_clone" | "detach" | "to_device" | "to" | "copy"
-            ));
+        || (receiver.mask && (moved || matches!(name, "shallow_clone" | "detach" | "to" | "copy")));
     Val::Tensor(TensorFacts {
         place,
         scalar,
@@ -781,6 +780,13 @@ mod tests {
             &[Val::Device(Place::Cpu)]
         )
         .is_cpu_tensor());
+        // The option-taking variant moves too.
+        let to_device_ = |receiver, device| {
+            let args = [Val::Device(device), Val::Other, Val::Other, Val::Other];
+            tensor_method("to_device_", receiver, &args)
+        };
+        assert!(!to_device_(cpu(), Place::Device).is_cpu_tensor());
+        assert!(to_device_(TensorFacts::default(), Place::Cpu).is_cpu_tensor());
         assert_eq!(tensor_method("size", cpu(), &[]), Val::Other);
         assert!(tensor_method("gt", cpu(), &[Val::Other]).holds_mask());
         assert_eq!(

@@ -1,7 +1,7 @@
 //! `host-sync`: scalar reads, bulk copies to the host and printing of
 //! device tensors.
 
-use super::{declare_rule, infallible_name, Hit, MethodCall, Need, RuleId};
+use super::{declare_rule, infallible_name, is_device_move, Hit, MethodCall, Need, RuleId};
 use crate::analysis::facts::Fix;
 use crate::analysis::values::Val;
 
@@ -14,8 +14,9 @@ declare_rule! {
     ///   `f64::try_from(&t)` and friends, the legacy `f64::from(&t)` of
     ///   tch < 0.12, and `.try_into()` into a scalar;
     /// * bulk copies: `Vec::<T>::try_from(&t)`, `copy_data`,
-    ///   `to_device(Device::Cpu)`, `.to(Device::Cpu)`, ndarray conversions,
-    ///   and `.iter::<T>()`, which reads one element per item;
+    ///   `to_device(Device::Cpu)` (also `to_device_(Device::Cpu, ..)`),
+    ///   `.to(Device::Cpu)`, ndarray conversions, and `.iter::<T>()`, which
+    ///   reads one element per item;
     /// * printing: `t.print()`, `t.to_string()`, and a tensor formatted with
     ///   `{}` in `println!`, `format!`, `write!` or a log macro. `{:?}` only
     ///   prints the shape and kind, except for tensors with fewer than ten
@@ -86,7 +87,9 @@ pub(crate) fn method(call: &MethodCall<'_>) -> Option<Hit> {
             format!("`{name}` copies the tensor's data to the host"),
         )
         .map(|h| h.with_fix(Fix::Bulk)),
-        "to_device" | "to" if call.args.first().is_some_and(Val::is_cpu_placement) => {
+        _ if (is_device_move(name) || name == "to")
+            && call.args.first().is_some_and(Val::is_cpu_placement) =>
+        {
             let need = if name == "to" {
                 Need::TchFile
             } else {

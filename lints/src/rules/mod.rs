@@ -226,6 +226,13 @@ pub(crate) fn infallible_name(name: &str) -> &str {
     name.strip_prefix("f_").unwrap_or(name)
 }
 
+/// tch's moves whose first argument is where the data goes: `to_device(d)`
+/// and `to_device_(d, kind, non_blocking, copy)`, which also converts the
+/// kind but moves all the same (and their `f_` variants).
+pub(crate) fn is_device_move(name: &str) -> bool {
+    matches!(infallible_name(name), "to_device" | "to_device_")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

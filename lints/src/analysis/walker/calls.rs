@@ -474,7 +474,7 @@ impl Walker<'_> {
             }
             Val::Unknown | Val::Deferred(..)
                 if self.mentions_tch
-                    && (name == "to_device"
+                    && (crate::rules::is_device_move(name)
                         || (name == "to"
                             && args.first().is_some_and(|a| a.placement().is_some()))) =>
             {
