@@ -115,7 +115,9 @@ pub(super) fn expr_attrs(expr: &Expr) -> &[Attribute] {
 }
 
 /// `step % 100 == 0`, `(i + 1) % log_every == 0`, `step.is_multiple_of(10)`,
-/// `let Some(0) = every.map(|n| step % n)`, possibly combined with `&&`.
+/// `let Some(0) = every.map(|n| step % n)`, possibly combined with `&&`, or
+/// with `||` to other branches that each hold on few steps:
+/// `(i % k == 0 && i != 0) || i == n_steps - 1`.
 pub(super) fn is_periodic(cond: &Expr) -> bool {
     fn is_rem(e: &Expr) -> bool {
         match e {
@@ -149,12 +151,36 @@ pub(super) fn is_periodic(cond: &Expr) -> bool {
         Expr::Binary(b) => match b.op {
             BinOp::Eq(_) => is_rem(&b.left) || is_rem(&b.right),
             BinOp::And(_) => is_periodic(&b.left) || is_periodic(&b.right),
+            // A disjunction runs whenever one branch holds, so every branch
+            // must be rare, and one periodic: `i == last` alone is a guard
+            // of another kind.
+            BinOp::Or(_) => {
+                holds_on_few_steps(&b.left)
+                    && holds_on_few_steps(&b.right)
+                    && (is_periodic(&b.left) || is_periodic(&b.right))
+            }
             _ => false,
         },
         Expr::MethodCall(m) => m.method == "is_multiple_of",
         Expr::Paren(p) => is_periodic(&p.expr),
         Expr::Let(l) => is_zero(&l.pat) && holds_rem(&l.expr),
         _ => false,
+    }
+}
+
+/// A condition that holds on few iterations of a loop: a periodic guard, or
+/// an equality, which picks out particular steps (`i == n_steps - 1`,
+/// `step == 0`), or a disjunction of those. A comparison such as `i > 10`
+/// or a flag holds on an unknown share of the steps, so it is not one.
+fn holds_on_few_steps(cond: &Expr) -> bool {
+    match cond {
+        Expr::Binary(b) => match b.op {
+            BinOp::Eq(_) => true,
+            BinOp::Or(_) => holds_on_few_steps(&b.left) && holds_on_few_steps(&b.right),
+            _ => is_periodic(cond),
+        },
+        Expr::Paren(p) => holds_on_few_steps(&p.expr),
+        _ => is_periodic(cond),
     }
 }
 
