@@ -632,6 +632,10 @@ impl<'a> CrateIndex<'a> {
                     self.common_return(&methods)
                 }
             },
+            TypeRef::Output(callee) => match self.resolve_within(callee, from, depth + 1) {
+                Some(TyKind::Callable(output)) => Some(*output),
+                _ => None,
+            },
             TypeRef::Unknown => None,
         }
     }

@@ -173,6 +173,10 @@ pub enum TyKind {
     Collection(Box<TyKind>),
     /// `tch::Device`.
     Device,
+    /// A closure or function pointer (`fn(&Tensor) -> Tensor`,
+    /// `Box<dyn Fn(&Tensor, &Tensor) -> Tensor>`, a type parameter bounded
+    /// by `Fn`), by what calling it returns.
+    Callable(Box<TyKind>),
     /// Anything else: scalars, strings, unit, unknown shapes.
     Other,
 }

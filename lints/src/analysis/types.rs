@@ -2,7 +2,7 @@
 //! return types.
 
 use quote::ToTokens;
-use syn::{GenericArgument, PathArguments, Type, TypeParamBound};
+use syn::{GenericArgument, PathArguments, ReturnType, Type, TypeParamBound};
 
 use super::facts::TyKind;
 use crate::rules::host_sync::Target;
@@ -13,7 +13,7 @@ use crate::rules::host_sync::Target;
 pub(crate) fn classify_in(
     ty: &Type,
     self_ty: Option<&str>,
-    generics: &[(String, String)],
+    generics: &[(String, TyKind)],
 ) -> TyKind {
     let again = |t: &Type| classify_in(t, self_ty, generics);
     match ty {
@@ -31,7 +31,7 @@ pub(crate) fn classify_in(
             let name = last.ident.to_string();
             if p.path.segments.len() == 1 {
                 if let Some((_, bound)) = generics.iter().find(|(g, _)| *g == name) {
-                    return TyKind::Named(bound.clone());
+                    return bound.clone();
                 }
             }
             match name.as_str() {
@@ -53,22 +53,34 @@ pub(crate) fn classify_in(
                 _ => TyKind::Named(name),
             }
         }
-        Type::ImplTrait(t) => first_trait(t.bounds.iter()),
-        Type::TraitObject(t) => first_trait(t.bounds.iter()),
+        Type::ImplTrait(t) => first_trait(t.bounds.iter(), self_ty, generics),
+        Type::TraitObject(t) => first_trait(t.bounds.iter(), self_ty, generics),
+        Type::BareFn(f) => callable(&f.output, self_ty, generics),
         _ => TyKind::Other,
     }
 }
 
+/// What a callable type returns, classified.
+fn callable(output: &ReturnType, self_ty: Option<&str>, generics: &[(String, TyKind)]) -> TyKind {
+    TyKind::Callable(Box::new(match output {
+        ReturnType::Default => TyKind::Other,
+        ReturnType::Type(_, ty) => classify_in(ty, self_ty, generics),
+    }))
+}
+
 /// The type parameters of a generics list with their first trait bound
-/// (from the list or its `where` clause); unbounded ones are left out.
-pub(crate) fn generic_bounds(generics: &syn::Generics) -> Vec<(String, String)> {
-    let mut found: Vec<(String, String)> = Vec::new();
+/// (from the list or its `where` clause), classified: the trait's name, or
+/// for `F: Fn(&Tensor) -> Tensor` what calling an `F` returns. Unbounded
+/// ones are left out.
+pub(crate) fn generic_bounds(generics: &syn::Generics) -> Vec<(String, TyKind)> {
+    let mut found: Vec<(String, TyKind)> = Vec::new();
     let mut add =
         |name: String, bounds: &syn::punctuated::Punctuated<TypeParamBound, syn::Token![+]>| {
             if found.iter().any(|(n, _)| *n == name) {
                 return;
             }
-            if let TyKind::Named(bound) = first_trait(bounds.iter()) {
+            let bound = first_trait(bounds.iter(), None, &[]);
+            if matches!(bound, TyKind::Named(_) | TyKind::Callable(_)) {
                 found.push((name, bound));
             }
         };
@@ -109,14 +121,26 @@ fn first_generic(arguments: &PathArguments) -> Option<&Type> {
     }
 }
 
-fn first_trait<'a>(mut bounds: impl Iterator<Item = &'a TypeParamBound>) -> TyKind {
+/// The first trait of a list of bounds, by name; the `Fn` traits by what
+/// calling them returns (`Fn(&Tensor) -> Tensor`).
+fn first_trait<'a>(
+    mut bounds: impl Iterator<Item = &'a TypeParamBound>,
+    self_ty: Option<&str>,
+    generics: &[(String, TyKind)],
+) -> TyKind {
     bounds
         .find_map(|b| match b {
-            TypeParamBound::Trait(t) => t
-                .path
-                .segments
-                .last()
-                .map(|s| TyKind::Named(s.ident.to_string())),
+            TypeParamBound::Trait(t) => {
+                t.path
+                    .segments
+                    .last()
+                    .map(|s| match (&s.arguments, s.ident.to_string().as_str()) {
+                        (PathArguments::Parenthesized(f), "Fn" | "FnMut" | "FnOnce") => {
+                            callable(&f.output, self_ty, generics)
+                        }
+                        (_, name) => TyKind::Named(name.to_owned()),
+                    })
+            }
             _ => None,
         })
         .unwrap_or(TyKind::Other)
@@ -242,6 +266,23 @@ mod tests {
     }
 
     #[test]
+    fn callables_are_classified_by_what_they_return() {
+        let returns_tensor = TyKind::Callable(Box::new(TyKind::Tensor));
+        assert_eq!(kind("fn(&Tensor, &Tensor) -> Tensor"), returns_tensor);
+        assert_eq!(kind("Box<dyn Fn(&Tensor) -> Tensor>"), returns_tensor);
+        assert_eq!(kind("&mut impl FnMut(&Tensor) -> Tensor"), returns_tensor);
+        assert_eq!(
+            kind("fn(&Tensor) -> f64"),
+            TyKind::Callable(Box::new(TyKind::Other))
+        );
+        let item: syn::ItemStruct =
+            syn::parse_str("struct S<F> where F: Fn(&Tensor) -> Tensor { f: F }").unwrap();
+        let generics = generic_bounds(&item.generics);
+        let ty: Type = syn::parse_str("F").unwrap();
+        assert_eq!(classify_in(&ty, None, &generics), returns_tensor);
+    }
+
+    #[test]
     fn generic_receivers_take_their_trait_bound() {
         let item: syn::ItemFn =
             syn::parse_str("fn f<B: Buffer, T>(b: &B, t: T) where T: Into<f64> {}").unwrap();
@@ -249,8 +290,8 @@ mod tests {
         assert_eq!(
             generics,
             vec![
-                ("B".to_owned(), "Buffer".to_owned()),
-                ("T".to_owned(), "Into".to_owned())
+                ("B".to_owned(), TyKind::Named("Buffer".into())),
+                ("T".to_owned(), TyKind::Named("Into".into()))
             ]
         );
         let ty: Type = syn::parse_str("&mut B").unwrap();

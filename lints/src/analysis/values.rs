@@ -48,6 +48,9 @@ pub enum TypeRef {
         /// The tuple index; `None` for a collection's element.
         index: Option<usize>,
     },
+    /// What calling a value returns: a closure or function pointer kept in
+    /// a field (`(self.loss)(&logits, &ys)`), decided by the field's type.
+    Output(Box<TypeRef>),
     /// A type as written in an annotation (`Vec<Block>`, `(f64, Tensor)`).
     Written(TyKind),
     /// Nothing is known.

@@ -184,7 +184,7 @@ struct FnState {
     /// The type `Self` names, inside an impl or a trait.
     self_ty: Option<String>,
     /// Type parameters in scope with their first trait bound.
-    generics: Vec<(String, String)>,
+    generics: Vec<(String, TyKind)>,
     /// Local closures bound at function level: the sites in each body.
     closures: Vec<Vec<usize>>,
     /// The closures whose bodies are being walked.
@@ -493,7 +493,7 @@ impl<'a> Walker<'a> {
         in_trait: bool,
         sig: &Signature,
         block: &Block,
-        mut generics: Vec<(String, String)>,
+        mut generics: Vec<(String, TyKind)>,
     ) {
         let index = self.facts.functions.len();
         // Generic parameters of the enclosing function stay in scope for
@@ -1057,6 +1057,7 @@ fn kind_val(kind: &TyKind, place: Place) -> Val {
         }
         TyKind::Collection(_) => Val::Deferred(TypeRef::Written(kind.clone()), place),
         TyKind::Device => Val::Device(place),
+        TyKind::Callable(_) => Val::Deferred(TypeRef::Written(kind.clone()), place),
         TyKind::Other => Val::Other,
     }
 }

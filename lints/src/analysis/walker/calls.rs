@@ -201,13 +201,21 @@ impl Walker<'_> {
     /// whose output is where the model is.
     pub(super) fn call_value(&mut self, callee: &Val, _args: &[Val]) -> Val {
         // A closure parameter (`f: &dyn Fn(..)`) is a callback, not a model.
-        let callback = matches!(callee, Val::Deferred(TypeRef::Named(n), _)
-            if matches!(n.as_str(), "Fn" | "FnMut" | "FnOnce"));
+        let callback = matches!(
+            callee,
+            Val::Deferred(TypeRef::Written(TyKind::Callable(_)), _)
+        );
         if !callback {
             self.mark_step(false);
         }
         let place = callee.imposed_place();
         match callee {
+            // Its type is in sight: what calling it returns is known.
+            Val::Deferred(TypeRef::Written(TyKind::Callable(output)), _) => kind_val(output, place),
+            // A field or a call result: the crate pass reads its type.
+            Val::Deferred(ty, _) if *ty != TypeRef::Unknown => {
+                Val::Deferred(TypeRef::Output(Box::new(ty.clone())), place)
+            }
             Val::Unknown | Val::Deferred(..) => Val::Deferred(TypeRef::Unknown, place),
             _ => Val::Unknown,
         }
