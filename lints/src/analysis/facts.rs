@@ -173,6 +173,9 @@ pub enum TyKind {
     Collection(Box<TyKind>),
     /// `tch::Device`.
     Device,
+    /// A number or a `bool` (`f64`, `i64`, `usize`): `Tensor::from` of one
+    /// is 0-dim.
+    Number,
     /// A closure or function pointer (`fn(&Tensor) -> Tensor`,
     /// `Box<dyn Fn(&Tensor, &Tensor) -> Tensor>`, a type parameter bounded
     /// by `Fn`), by what calling it returns.

@@ -45,6 +45,7 @@ pub(crate) fn classify_in(
                 | "RwLock" | "Cow" | "MutexGuard" | "Ref" | "RefMut" | "Fallible" => {
                     first_generic(&last.arguments).map_or(TyKind::Other, again)
                 }
+                _ if is_number(&name) => TyKind::Number,
                 _ if is_std_scalar_or_text(&name) => TyKind::Other,
                 // `PyResult<T>`, `TchResult<T>`: result aliases.
                 _ if name.ends_with("Result") && first_generic(&last.arguments).is_some() => {
@@ -172,6 +173,15 @@ fn is_std_scalar_or_text(name: &str) -> bool {
         )
 }
 
+/// Rust's numbers and `bool`.
+fn is_number(name: &str) -> bool {
+    is_scalar(name)
+        || matches!(
+            name,
+            "usize" | "isize" | "u16" | "u32" | "u64" | "u128" | "i128"
+        )
+}
+
 /// Scalar element types tch converts a tensor into.
 pub(crate) fn is_scalar(name: &str) -> bool {
     matches!(
@@ -249,11 +259,14 @@ mod tests {
         );
         assert_eq!(
             kind("Vec<(f64, Tensor)>"),
-            TyKind::Collection(Box::new(TyKind::Tuple(vec![TyKind::Other, TyKind::Tensor])))
+            TyKind::Collection(Box::new(TyKind::Tuple(vec![
+                TyKind::Number,
+                TyKind::Tensor
+            ])))
         );
         assert_eq!(
             kind("(Tensor, f64)"),
-            TyKind::Tuple(vec![TyKind::Tensor, TyKind::Other])
+            TyKind::Tuple(vec![TyKind::Tensor, TyKind::Number])
         );
         assert_eq!(kind("Self"), TyKind::Named("Agent".into()));
         assert_eq!(
@@ -262,6 +275,8 @@ mod tests {
         );
         assert_eq!(kind("&impl ModuleT"), TyKind::Named("ModuleT".into()));
         assert_eq!(kind("String"), TyKind::Other);
+        assert_eq!(kind("f64"), TyKind::Number);
+        assert_eq!(kind("Vec<f32>"), TyKind::Other);
         assert_eq!(kind("Device"), TyKind::Device);
     }
 
@@ -273,7 +288,7 @@ mod tests {
         assert_eq!(kind("&mut impl FnMut(&Tensor) -> Tensor"), returns_tensor);
         assert_eq!(
             kind("fn(&Tensor) -> f64"),
-            TyKind::Callable(Box::new(TyKind::Other))
+            TyKind::Callable(Box::new(TyKind::Number))
         );
         let item: syn::ItemStruct =
             syn::parse_str("struct S<F> where F: Fn(&Tensor) -> Tensor { f: F }").unwrap();

@@ -65,6 +65,10 @@ pub enum PlaceRef {
     /// A parameter of the enclosing function (receiver first), placed by
     /// the arguments its callers pass.
     Param(usize),
+    /// A CPU tensor built by `Tensor::from` from a value of this type: host
+    /// data that keeps an op on the CPU, unless the type turns out to be a
+    /// number, which makes a 0-dim tensor that libtorch broadcasts.
+    HostData(TypeRef),
     /// What a call returns: placed by what a crate-local callee returns
     /// for these arguments, or, for a callee outside the crate (a tch
     /// module, `nn::linear`), on the CPU if an argument is.
@@ -190,6 +194,9 @@ pub struct TensorFacts {
     pub scalar: bool,
     /// Visibly boolean (a comparison).
     pub mask: bool,
+    /// Built by `Tensor::from` from a value of this type (a field, a
+    /// call's result): 0-dim if the crate pass finds the type is a number.
+    pub zero_dim_if: Option<TypeRef>,
 }
 
 impl TensorFacts {
@@ -204,10 +211,11 @@ impl TensorFacts {
     /// The place this tensor imposes on an op it takes part in: a 0-dim CPU
     /// tensor may be combined with a device tensor, so it imposes nothing.
     fn imposed(&self) -> Place {
-        if self.scalar && self.place.is_cpu() {
-            Place::Device
-        } else {
-            self.place.clone()
+        match &self.zero_dim_if {
+            _ if !self.place.is_cpu() => self.place.clone(),
+            _ if self.scalar => Place::Device,
+            Some(ty) => Place::of(PlaceRef::HostData(ty.clone())),
+            None => Place::Cpu,
         }
     }
 }
@@ -328,8 +336,8 @@ impl Val {
             Val::Iter(element) => Some((**element).clone()),
             Val::Tensors { place, mask } => Some(Val::Tensor(TensorFacts {
                 place: place.clone(),
-                scalar: false,
                 mask: *mask,
+                ..TensorFacts::default()
             })),
             Val::Deferred(t, place) => Some(Val::Deferred(
                 TypeRef::Part {
@@ -359,6 +367,9 @@ impl Val {
                 place: a.place.both(b.place),
                 scalar: a.scalar && b.scalar,
                 mask: a.mask && b.mask,
+                zero_dim_if: a
+                    .zero_dim_if
+                    .filter(|ty| b.zero_dim_if.as_ref() == Some(ty)),
             }),
             // A branch that diverges or is unknown does not make the other
             // branch's tensor less of a tensor, but CPU provenance must hold
@@ -385,6 +396,7 @@ impl Val {
                     .either(a.place.clone().both(b.place.clone())),
                 scalar: a.scalar && b.scalar,
                 mask: false,
+                zero_dim_if: None,
             }),
             (Val::Tensor(a), Val::Other) | (Val::Other, Val::Tensor(a)) => {
                 Val::Tensor(TensorFacts {
@@ -660,14 +672,16 @@ pub(crate) fn tensor_method(name: &str, receiver: TensorFacts, args: &[Val]) -> 
         }
     };
     let moved = crate::rules::is_device_move(name);
-    let scalar =
-        scalar_result(name, args.len()) || (receiver.scalar && (keeps_shape(name) || moved));
+    let same_shape = keeps_shape(name) || moved;
+    let scalar = scalar_result(name, args.len()) || (receiver.scalar && same_shape);
+    let zero_dim_if = receiver.zero_dim_if.filter(|_| same_shape);
     let mask = mask_result(name)
         || (receiver.mask && (moved || matches!(name, "shallow_clone" | "detach" | "to" | "copy")));
     Val::Tensor(TensorFacts {
         place,
         scalar,
         mask,
+        zero_dim_if,
     })
 }
 
@@ -797,7 +811,8 @@ mod tests {
             Val::Tensor(TensorFacts {
                 place: Place::Device,
                 scalar: true,
-                mask: false
+                mask: false,
+                zero_dim_if: None,
             })
         );
         assert!(Val::Tuple(vec![Val::Other, Val::Device(Place::Cpu)]).is_cpu_placement());
@@ -831,6 +846,25 @@ mod tests {
         });
         let sum = Val::tensor_at(field.clone()).arithmetic(device);
         assert_eq!(sum, Val::tensor_at(field));
+    }
+
+    #[test]
+    fn host_data_of_a_deferred_type_keeps_ops_on_the_cpu_only_if_it_is_not_a_number() {
+        let gamma = TypeRef::Field {
+            base: Box::new(TypeRef::Named("Critic".into())),
+            field: "gamma".into(),
+        };
+        let from_field = Val::Tensor(TensorFacts {
+            zero_dim_if: Some(gamma.clone()),
+            ..cpu()
+        });
+        // The tensor itself is on the CPU whatever its shape.
+        assert!(from_field.is_cpu_tensor());
+        // What it imposes on an op is left to the crate pass.
+        assert_eq!(
+            from_field.arithmetic(Val::device_tensor()),
+            Val::tensor_at(Place::of(PlaceRef::HostData(gamma)))
+        );
     }
 
     #[test]

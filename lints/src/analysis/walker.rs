@@ -1058,7 +1058,7 @@ fn kind_val(kind: &TyKind, place: Place) -> Val {
         TyKind::Collection(_) => Val::Deferred(TypeRef::Written(kind.clone()), place),
         TyKind::Device => Val::Device(place),
         TyKind::Callable(_) => Val::Deferred(TypeRef::Written(kind.clone()), place),
-        TyKind::Other => Val::Other,
+        TyKind::Number | TyKind::Other => Val::Other,
     }
 }
 
@@ -1161,10 +1161,17 @@ fn tensor_constructor(name: &str, args: &[Val], first: Option<&Expr>) -> Val {
                 .fold(Place::Device, Place::either)
         }
     };
+    // `Tensor::from(self.gamma)`: 0-dim if the field is a number, which
+    // only the crate pass can tell.
+    let zero_dim_if = match args.first() {
+        Some(Val::Deferred(ty, _)) if name == "from" => Some(ty.clone()),
+        _ => None,
+    };
     Val::Tensor(TensorFacts {
         place,
         scalar,
         mask: false,
+        zero_dim_if,
     })
 }
 

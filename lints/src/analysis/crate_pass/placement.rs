@@ -83,6 +83,7 @@ impl CrateIndex<'_> {
                 self.ref_cpu(&base, file, env, depth + 1)
             }
             PlaceRef::Value(_) => false,
+            PlaceRef::HostData(ty) => !matches!(self.resolve(ty, from), Some(TyKind::Number)),
             PlaceRef::Call {
                 result,
                 args,
@@ -232,7 +233,7 @@ impl CrateIndex<'_> {
 pub(super) fn holds_param(reference: &PlaceRef) -> bool {
     match reference {
         PlaceRef::Param(_) => true,
-        PlaceRef::Value(_) => false,
+        PlaceRef::Value(_) | PlaceRef::HostData(_) => false,
         PlaceRef::Call { args, .. } => args.iter().any(|a| match a {
             Place::CpuIf(refs) => refs.iter().any(holds_param),
             _ => false,
@@ -250,7 +251,7 @@ pub(crate) fn substitute(place: &Place, args: &[Place]) -> Place {
     for reference in refs {
         let part = match reference {
             PlaceRef::Param(i) => args.get(*i).cloned().unwrap_or_default(),
-            PlaceRef::Value(_) => Place::of(reference.clone()),
+            PlaceRef::Value(_) | PlaceRef::HostData(_) => Place::of(reference.clone()),
             PlaceRef::Call {
                 result,
                 args: inner,

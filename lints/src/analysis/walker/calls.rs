@@ -498,6 +498,7 @@ impl Walker<'_> {
                     place: receiver_place,
                     scalar: false,
                     mask: true,
+                    zero_dim_if: None,
                 })
             }
             Val::Unknown | Val::Deferred(..) if self.mentions_tch && tch_tensor_method(name) => {
@@ -513,6 +514,7 @@ impl Walker<'_> {
                     )),
                     scalar: is_loss(name),
                     mask: false,
+                    zero_dim_if: None,
                 })
             }
             Val::Unknown | Val::Deferred(..)
@@ -524,6 +526,7 @@ impl Walker<'_> {
                     place: receiver_place,
                     scalar: true,
                     mask: false,
+                    zero_dim_if: None,
                 })
             }
             Val::Unknown | Val::Deferred(..) => {

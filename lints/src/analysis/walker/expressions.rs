@@ -83,6 +83,7 @@ impl Walker<'_> {
                         place,
                         scalar: false,
                         mask,
+                        zero_dim_if: None,
                     }),
                     Val::Deferred(t, place) => Val::Deferred(
                         TypeRef::Part {
