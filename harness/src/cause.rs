@@ -97,16 +97,34 @@ fn describe_panic(info: &PanicHookInfo<'_>) -> String {
         Some(at) if !at.file().contains("/tch-") => {
             format!("panicked at {}:{}: {message}", at.file(), at.line())
         }
-        _ => format!("panicked: {message}"),
+        // A tch method that panicked: the line worth naming is the user's call.
+        _ => match user_call_site() {
+            Some(site) => format!("panicked at {site}: {message}"),
+            None => format!("panicked: {message}"),
+        },
     }
+}
+
+/// The user's line (and the tch call made there) on the panicking thread's
+/// stack, as the op observer names the line of an op.
+fn user_call_site() -> Option<String> {
+    let trace = backtrace::Backtrace::new_unresolved();
+    let addresses: Vec<usize> = trace.frames().iter().map(|f| f.ip() as usize).collect();
+    let found = crate::observer::sites::call_site(&addresses);
+    let site = found.site?;
+    Some(match found.api {
+        Some(api) => format!("{site} ({api})"),
+        None => site.to_string(),
+    })
 }
 
 /// Runs `body`, turning a panic into `Err(one line)` without printing it.
 pub fn quietly<T>(body: impl FnOnce() -> T) -> Result<T, String> {
     install_hook();
-    QUIET.with(|q| *q.borrow_mut() = true);
+    // Nested calls (a reference run inside a trial) leave the outer one quiet.
+    let outer = QUIET.with(|q| q.replace(true));
     let result = panic::catch_unwind(panic::AssertUnwindSafe(body));
-    QUIET.with(|q| *q.borrow_mut() = false);
+    QUIET.with(|q| *q.borrow_mut() = outer);
     result.map_err(|_| {
         LAST_PANIC
             .with(|p| p.borrow_mut().take())
@@ -168,6 +186,17 @@ mod tests {
         assert!(error.contains("cannot be multiplied"), "{error}");
         assert!(!error.contains("frame #"), "{error}");
         assert!(!error.contains('\n'), "{error}");
+    }
+
+    #[test]
+    fn a_quiet_run_inside_another_leaves_the_outer_one_quiet() {
+        let inner = quietly(|| {
+            let nested = quietly(|| panic!("inner"));
+            assert!(nested.unwrap_err().ends_with(": inner"));
+            panic!("outer")
+        });
+        assert!(inner.unwrap_err().ends_with(": outer"));
+        assert!(!QUIET.with(|q| *q.borrow()));
     }
 
     #[test]

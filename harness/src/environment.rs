@@ -141,7 +141,8 @@ impl Environment {
                 "unset LIBTORCH / LD_LIBRARY_PATH overrides and run `cargo devcheck setup`",
             );
         }
-        if self.cuda_library == CudaLibrary::LoadedAtRuntime {
+        // Without a usable GPU the dropped library changes nothing the user sees.
+        if self.cuda_library == CudaLibrary::LoadedAtRuntime && self.backends.cuda.available {
             add(
                 Severity::Warning,
                 "libtorch_cuda was dropped by the linker (--as-needed); devcheck loaded it at start-up"
@@ -403,6 +404,22 @@ mod tests {
             assert!(json.get(key).is_some(), "missing {key}");
         }
         assert_eq!(json["backends"]["mps"]["device_count"], 0);
+    }
+
+    #[test]
+    fn a_dropped_libtorch_cuda_is_a_warning_only_where_cuda_can_run() {
+        let mut env = Environment::collect().unwrap();
+        env.cuda_library = CudaLibrary::LoadedAtRuntime;
+        env.backends.cuda.available = false;
+        let dropped = |env: &Environment| {
+            env.findings().iter().any(|f| {
+                f.message
+                    .starts_with("libtorch_cuda was dropped by the linker")
+            })
+        };
+        assert!(!dropped(&env));
+        env.backends.cuda.available = true;
+        assert!(dropped(&env));
     }
 
     #[test]

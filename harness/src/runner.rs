@@ -474,10 +474,17 @@ pub fn run_with(cases: Vec<Case>, options: Options, libtest_args: Vec<String>) -
         for problem in &refused {
             eprintln!("error: {problem}");
         }
-        eprintln!(
-            "devcheck: nothing was run; leave out --device to run every device found here \
-             (devices not asked for are listed as not run)"
-        );
+        if options.devices.is_some() {
+            eprintln!(
+                "devcheck: nothing was run; leave out --device to run every device found here \
+                 (devices not asked for are listed as not run)"
+            );
+        } else {
+            eprintln!(
+                "devcheck: nothing was run; run on a machine that has the device, or leave out \
+                 --require-device to run the devices found here"
+            );
+        }
         return ExitCode::from(2);
     }
     // Absolute: insta resolves a relative snapshot path against the source file

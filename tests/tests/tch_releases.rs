@@ -8,20 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use devcheck_tests::{target_dir, user_crate, user_crate_line, workspace_root};
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let path = entry.path();
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&path, &to.join(entry.file_name()));
-        } else {
-            std::fs::copy(&path, to.join(entry.file_name())).unwrap();
-        }
-    }
-}
+use devcheck_tests::{target_dir, user_crate_copy, user_crate_line, workspace_root};
 
 /// The fixture as a repository of its own on tch `release`: its sources, its
 /// manifest with that tch (and devcheck by absolute path), and the lockfile
@@ -31,25 +18,14 @@ fn copy_dir(from: &Path, to: &Path) {
 fn user_crate_on(release: &str, name: &str) -> PathBuf {
     let root = target_dir().join("tch-releases").join(release);
     let repo = root.join(name);
-    for dir in ["src", "tests", "snapshots"] {
-        let _ = std::fs::remove_dir_all(repo.join(dir));
-        copy_dir(&user_crate().join(dir), &repo.join(dir));
-    }
-    let manifest = std::fs::read_to_string(user_crate().join("Cargo.toml")).unwrap();
-    let harness = workspace_root().join("harness");
-    let manifest = manifest
-        .replace("tch = \"=0.24.0\"", &format!("tch = \"={release}\""))
-        .replace(
-            "path = \"../../../harness\"",
-            &format!("path = {:?}", harness.display().to_string()),
-        );
-    assert!(manifest.contains(&format!("tch = \"={release}\"")));
-    std::fs::write(repo.join("Cargo.toml"), manifest).unwrap();
+    user_crate_copy(&repo, |manifest| {
+        let manifest = manifest.replace("tch = \"=0.24.0\"", &format!("tch = \"={release}\""));
+        assert!(manifest.contains(&format!("tch = \"={release}\"")));
+        manifest
+    });
     let lock = workspace_root().join(format!("tests/fixtures/tch-releases/{release}.lock"));
     std::fs::copy(&lock, repo.join("Cargo.lock"))
         .unwrap_or_else(|e| panic!("{}: {e}", lock.display()));
-    // A repository of its own: paths in reports are relative to it.
-    std::fs::create_dir_all(repo.join(".git")).unwrap();
     repo
 }
 

@@ -357,3 +357,111 @@ fn cargo_devcheck_runs_sweeps_dumps_compares_bundles_and_merges_the_user_s_cases
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// A step written for float32, as tch's min-gpt writes its attention: the
+/// softmax is asked for in float32, so the float64 reference cannot run it and
+/// tch's `matmul` panics there.
+const FLOAT32_ONLY_STEP: &str = r#"//! A step that makes a float32 tensor itself.
+
+use devcheck::{Batch, Case, Model, StepOutput};
+use tch::nn::{self, Module, OptimizerConfig};
+use tch::{Device, Kind, TchError, Tensor};
+
+struct Attention {
+    query: nn::Linear,
+    optimizer: nn::Optimizer,
+}
+
+impl Model for Attention {
+    fn step(&mut self, batch: &Batch) -> Result<StepOutput, TchError> {
+        let x = batch.get("features");
+        let scores = self.query.forward(x).matmul(&x.transpose(0, 1));
+        let weights = scores.softmax(-1, Kind::Float);
+        let attended = weights.matmul(x);
+        let loss = attended.square().mean(Kind::Float);
+        self.optimizer.backward_step(&loss);
+        Ok(StepOutput {
+            outputs: vec![("attended".into(), attended)],
+            loss,
+        })
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    let case = Case::new(
+        "attention",
+        |vs| {
+            Ok(Box::new(Attention {
+                query: nn::linear(vs.root() / "query", 16, 16, Default::default()),
+                optimizer: nn::Adam::default().build(vs, 1e-3)?,
+            }) as Box<dyn Model>)
+        },
+        |_step| {
+            Ok(Batch::new([(
+                "features",
+                Tensor::randn([8, 16], (Kind::Double, Device::Cpu)),
+            )]))
+        },
+    );
+    devcheck::run(vec![case])
+}
+"#;
+
+#[test]
+fn a_step_that_cannot_run_in_float64_fails_as_the_reference_at_its_line() {
+    let repo = target_dir().join("user-crate-float32-only/user-crate");
+    devcheck_tests::user_crate_copy(&repo, |manifest| {
+        manifest + "\n[[test]]\nname = \"float32-only\"\nharness = false\n"
+    });
+    std::fs::write(repo.join("tests/float32-only.rs"), FLOAT32_ONLY_STEP).unwrap();
+    let (line, column) = FLOAT32_ONLY_STEP
+        .lines()
+        .enumerate()
+        .find_map(|(i, l)| Some((i + 1, l.find("weights.matmul(x)")? + 1 + "weights.".len())))
+        .unwrap();
+    let report = repo.join("report.json");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = Command::new(cargo)
+        .current_dir(&repo)
+        .args([
+            "test",
+            "--quiet",
+            "--locked",
+            "--test",
+            "float32-only",
+            "--",
+        ])
+        .args(["--device", "cpu", "--report"])
+        .arg(&report)
+        .arg("attention::tolerance::")
+        .env("CARGO_TARGET_DIR", target_dir())
+        .env_remove("DEVCHECK_REPORT")
+        .env_remove("DEVCHECK_SOURCE_ROOT")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(101), "{stderr}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let trial = &report["trials"][0];
+    assert_eq!(trial["name"], "attention::tolerance::cpu");
+    assert_eq!(trial["outcome"], "failed");
+    let message = trial["message"].as_str().unwrap();
+    // The reference is named as what failed, at the user's line, with the fix.
+    assert!(
+        message.starts_with(
+            "the float64 reference run on the CPU failed (the step itself ran in float32 on cpu): "
+        ),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!(
+            "panicked at tests/float32-only.rs:{line}:{column} (Tensor::matmul): libtorch error: "
+        )),
+        "{message}"
+    );
+    assert!(
+        message.ends_with("set `Case::reference_dtype(Kind::Float)`"),
+        "{message}"
+    );
+}

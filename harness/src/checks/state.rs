@@ -161,12 +161,17 @@ impl CaseState {
         cached(
             &self.reference,
             || {
-                tolerance::trajectory(
-                    &self.case,
-                    DeviceSpec::Cpu,
-                    self.case.reference_kind(),
-                    &weights,
-                )
+                // A step that cannot run in the reference dtype often panics
+                // in a tch method: that is the reference failing, with its line.
+                crate::cause::quietly(|| {
+                    tolerance::trajectory(
+                        &self.case,
+                        DeviceSpec::Cpu,
+                        self.case.reference_kind(),
+                        &weights,
+                    )
+                })
+                .unwrap_or_else(|panic| Err(TrialError::Case(panic)))
             },
             |t| t.iter().map(shallow).collect(),
         )

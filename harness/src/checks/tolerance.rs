@@ -334,10 +334,11 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
     let candidate = trajectory(case, device, case.kind(), &weights)?;
     let reference = state.reference().map_err(|error| {
         TrialError::Case(format!(
-            "the {} reference run on the CPU failed (the step itself was not run on {device}): \
+            "the {} reference run on the CPU failed (the step itself ran in {} on {device}): \
              {error}; if the step makes {} tensors itself (tch's `onehot` is always float32), \
              set `Case::reference_dtype(Kind::Float)`",
             kind_name(reference_kind),
+            kind_name(case.kind()),
             kind_name(case.kind()),
         ))
     })?;
