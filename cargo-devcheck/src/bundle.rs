@@ -93,9 +93,12 @@ pub fn assemble(
     }
     fs::create_dir_all(out.join("bin"))
         .with_context(|| format!("cannot create {}", out.display()))?;
-    if let Some(commit) = commit {
-        fs::write(out.join("COMMIT"), format!("{commit}\n"))?;
-    }
+    // Always written: an empty COMMIT (not a git checkout) keeps the binaries
+    // from taking the commit of whatever repository run.sh is started in.
+    fs::write(
+        out.join("COMMIT"),
+        format!("{}\n", commit.unwrap_or_default()),
+    )?;
     // Sites are named relative to the repository; the binaries' debug info
     // holds this machine's absolute paths.
     fs::write(out.join("BUILD_ROOT"), format!("{}\n", root.display()))?;

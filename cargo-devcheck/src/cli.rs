@@ -42,6 +42,19 @@ pub enum Verb {
     Matrix(MatrixArgs),
     /// Double a case's batch until out of memory or a ceiling, or record memory over epochs.
     Sweep(SweepArgs),
+    /// Review the readback snapshots a run left pending: show each change, then
+    /// accept it into the reviewed `.snap` or reject it (as `cargo insta review`).
+    ///
+    /// Asks for each on a terminal; elsewhere, `--accept` or `--reject` says what to do
+    /// with all of them. Exit status: 0 when nothing is left pending, 1 otherwise.
+    Review {
+        /// Accept every pending snapshot without asking.
+        #[arg(long, conflicts_with = "reject")]
+        accept: bool,
+        /// Reject every pending snapshot without asking.
+        #[arg(long)]
+        reject: bool,
+    },
     /// Join the reports of several machines (or nextest partitions) into one matrix.
     ///
     /// Refuses reports of different cases or commits. Exit status: 0 when merged
@@ -135,6 +148,19 @@ pub struct MatrixArgs {
     /// Run only on this device (cpu, cuda:N, mps); repeatable. One that cannot run here fails the run.
     #[arg(long = "device", value_name = "DEVICE")]
     pub devices: Vec<String>,
+    /// Fail (exit 2, nothing run) unless this device can run here, still running every
+    /// device found; repeatable. For CI jobs that must not pass by skipping the GPU.
+    #[arg(long = "require-device", value_name = "DEVICE")]
+    pub required_devices: Vec<String>,
+    /// Time budget of each timing trial in milliseconds (default 1500).
+    #[arg(long, value_name = "MS")]
+    pub timing_ms: Option<u64>,
+    /// Fail a trial still running after this many seconds as hung (default 300).
+    #[arg(long, value_name = "SECONDS")]
+    pub trial_timeout: Option<f64>,
+    /// Repeat every batch this many times along its first dimension.
+    #[arg(long, value_name = "N")]
+    pub batch_multiplier: Option<i64>,
     /// Save every case's outputs, loss, gradients and parameters per step and device
     /// as DIR/<case>/<device>.safetensors (compare them with `compare`).
     #[arg(long, value_name = "DIR")]
@@ -151,7 +177,7 @@ pub struct MatrixArgs {
     /// Build in release mode (as a GPU bundle does).
     #[arg(long)]
     pub release: bool,
-    /// Arguments for the test binaries themselves (`--list`, `--exact`, `--timing-ms 300`, …).
+    /// Arguments for the test binaries themselves (libtest's `--list`, `--exact`, …).
     #[arg(last = true)]
     pub runner_args: Vec<String>,
 }
@@ -168,14 +194,9 @@ pub struct SweepArgs {
     /// Build in release mode (throughput as a release build runs).
     #[arg(long)]
     pub release: bool,
-    /// The sweep's own options (`--device D`, `--epochs N`, `--max-memory-mb N`, …;
-    /// `cargo devcheck sweep --case C -- --help` lists them).
-    #[arg(
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "ARGS"
-    )]
-    pub args: Vec<String>,
+    /// The device, its limits, or memory over epochs: in any order.
+    #[command(flatten)]
+    pub options: devcheck_report::sweep_options::SweepOptions,
 }
 
 /// `merge`.
@@ -231,20 +252,47 @@ mod tests {
     }
 
     #[test]
-    fn sweep_passes_its_options_through() {
+    fn sweep_takes_its_options_in_any_order() {
         let cli = Cli::try_parse_from([
             "cargo devcheck",
             "sweep",
-            "--case",
-            "mnist",
+            "--device",
+            "cpu",
+            "--out",
+            "sweeps",
             "--epochs",
             "5",
+            "--case",
+            "mnist",
         ])
         .unwrap();
         let Verb::Sweep(args) = cli.verb else {
             panic!("parsed as {:?}", cli.verb)
         };
         assert_eq!(args.case, "mnist");
-        assert_eq!(args.args, ["--epochs", "5"]);
+        assert_eq!(args.out, Some(PathBuf::from("sweeps")));
+        assert_eq!(args.options.device.as_deref(), Some("cpu"));
+        assert_eq!(args.options.epochs, Some(5));
+    }
+
+    #[test]
+    fn devcheck_s_options_need_no_double_dash() {
+        let cli = Cli::try_parse_from([
+            "cargo devcheck",
+            "matrix",
+            "--require-device",
+            "cuda:0",
+            "--timing-ms",
+            "300",
+            "--device",
+            "cpu",
+        ])
+        .unwrap();
+        let Verb::Matrix(args) = cli.verb else {
+            panic!("parsed as {:?}", cli.verb)
+        };
+        assert_eq!(args.required_devices, ["cuda:0"]);
+        assert_eq!(args.timing_ms, Some(300));
+        assert_eq!(args.devices, ["cpu"]);
     }
 }

@@ -98,6 +98,15 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             let project = Project::discover(manifest)?;
             sweep(&project, &setup(manifest)?, &args)
         }
+        Verb::Review { accept, reject } => {
+            let project = Project::discover(manifest)?;
+            let decision = match (accept, reject) {
+                (true, _) => Some(Decision::Accept),
+                (_, true) => Some(Decision::Reject),
+                _ => None,
+            };
+            review(&project, decision)
+        }
         Verb::Merge(args) => merge(&args),
         Verb::Summary { report, format } => {
             let loaded = report::load(&report)?;
@@ -156,6 +165,101 @@ pub fn doctor(project: &Project, torch: &Libtorch, json: bool) -> Result<ExitCod
     status(&mut command)
 }
 
+/// What to do with a pending snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Make it the reviewed snapshot.
+    Accept,
+    /// Throw it away.
+    Reject,
+    /// Leave it pending.
+    Skip,
+}
+
+/// `review`: every pending readback snapshot of the project's targets, shown
+/// as a diff and accepted or rejected (`decision`, else asked on the terminal).
+pub fn review(project: &Project, decision: Option<Decision>) -> Result<ExitCode> {
+    use std::io::{BufRead as _, IsTerminal as _, Write as _};
+    let mut dirs: Vec<PathBuf> = project
+        .targets
+        .iter()
+        .map(|t| t.snapshots.clone())
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    let pending = devcheck_report::snapshots::pending(&dirs)
+        .context("cannot read the snapshot directories")?;
+    if pending.is_empty() {
+        eprintln!("devcheck: no snapshot is waiting for review");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let asking = decision.is_none() && std::io::stdin().is_terminal();
+    let mut left = 0;
+    for snapshot in &pending {
+        let reviewed = shown(&snapshot.reviewed);
+        let first = !snapshot.reviewed.exists();
+        eprintln!(
+            "\n{} {reviewed}",
+            if first {
+                "new snapshot"
+            } else {
+                "changed snapshot"
+            }
+        );
+        eprint!(
+            "{}",
+            snapshot
+                .diff()
+                .with_context(|| format!("cannot read {}", shown(&snapshot.new)))?
+        );
+        let choice = match decision {
+            Some(decision) => decision,
+            None if asking => loop {
+                eprint!("accept (a), reject (r) or skip (s)? ");
+                let _ = std::io::stderr().flush();
+                let mut answer = String::new();
+                if std::io::stdin().lock().read_line(&mut answer)? == 0 {
+                    break Decision::Skip;
+                }
+                match answer.trim() {
+                    "a" | "accept" => break Decision::Accept,
+                    "r" | "reject" => break Decision::Reject,
+                    "s" | "skip" => break Decision::Skip,
+                    _ => {}
+                }
+            },
+            None => Decision::Skip,
+        };
+        match choice {
+            Decision::Accept => {
+                snapshot
+                    .accept()
+                    .with_context(|| format!("cannot accept {reviewed}"))?;
+                eprintln!("accepted: {reviewed} (commit it)");
+            }
+            Decision::Reject => {
+                snapshot
+                    .reject()
+                    .with_context(|| format!("cannot reject {}", shown(&snapshot.new)))?;
+                eprintln!("rejected");
+            }
+            Decision::Skip => left += 1,
+        }
+    }
+    if left > 0 {
+        eprintln!(
+            "\ndevcheck: {left} snapshot(s) still pending{}",
+            if asking {
+                ""
+            } else {
+                ": run `cargo devcheck review` on a terminal, or pass --accept or --reject"
+            }
+        );
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `matrix`: builds every target, runs each with the same options, and joins
 /// their reports into `args.report` (one report, one table, one summary).
 pub fn matrix(project: &Project, torch: &Libtorch, args: &MatrixArgs) -> Result<ExitCode> {
@@ -171,6 +275,24 @@ pub fn matrix(project: &Project, torch: &Libtorch, args: &MatrixArgs) -> Result<
     for device in &args.devices {
         binary_args.push("--device".to_owned());
         binary_args.push(device.clone());
+    }
+    for device in &args.required_devices {
+        binary_args.push("--require-device".to_owned());
+        binary_args.push(device.clone());
+    }
+    let numbers = [
+        ("--timing-ms", args.timing_ms.map(|n| n.to_string())),
+        ("--trial-timeout", args.trial_timeout.map(|s| s.to_string())),
+        (
+            "--batch-multiplier",
+            args.batch_multiplier.map(|n| n.to_string()),
+        ),
+    ];
+    for (flag, value) in numbers {
+        if let Some(value) = value {
+            binary_args.push(flag.to_owned());
+            binary_args.push(value);
+        }
     }
     // One target's filter that matches nothing is no typo when another's matches.
     binary_args.push("--no-tests".to_owned());
@@ -213,6 +335,17 @@ pub struct Run<'a> {
 /// failing target's (a target that refuses to run, exit 2, stops the rest).
 pub fn run_targets(built: &[Built], run: &Run) -> Result<ExitCode> {
     let report_path = std::path::absolute(&run.report)?;
+    // A run that is refused or interrupted must not leave the last run's report
+    // looking current (a CI job would upload it).
+    match std::fs::remove_file(&report_path) {
+        Err(error) if report_path.exists() => {
+            bail!(
+                "cannot remove the previous report {}: {error}",
+                shown(&report_path)
+            )
+        }
+        _ => {}
+    }
     std::fs::create_dir_all(&run.parts)
         .with_context(|| format!("cannot create {}", shown(&run.parts)))?;
     let several = built.len() > 1;
@@ -333,7 +466,7 @@ pub fn sweep(project: &Project, torch: &Libtorch, args: &SweepArgs) -> Result<Ex
     command
         .args(["sweep", "--case", &args.case, "--out"])
         .arg(&out)
-        .args(&args.args);
+        .args(args.options.to_args());
     status(&mut command)
 }
 

@@ -88,6 +88,8 @@ typedef struct {
   int scalar_type;      // its floating dtype, as c10::ScalarType numbers it
   size_t max_records;   // records kept at most (0: 4,000,000); later ops are counted as truncated
   size_t max_frames;    // native frames per captured stack (0: 64)
+  int stack_every_op;   // 1: a stack for every top-level op of the step's thread
+                        // (slower; for finding the line where a step broke)
 } dc_observer_config;
 
 // Record flags.

@@ -180,7 +180,8 @@ class Session : public c10::DebugInfoBase {
       crosses_devices |= arg.device_type != args_[record.args_begin].device_type ||
                          (record.target_device_type >= 0 && arg.device_type != record.target_device_type);
     }
-    bool capture = (record.flags & DC_OP_MISPLACED_ARG) != 0 || (kind & kAlwaysStack) != 0 ||
+    bool capture = (parent < 0 && config_.stack_every_op != 0) ||
+                   (record.flags & DC_OP_MISPLACED_ARG) != 0 || (kind & kAlwaysStack) != 0 ||
                    (parent < 0 && (kind & kFactory) != 0) ||
                    ((kind & kConversion) != 0 && (parent < 0 || crosses_devices));
     record.frames_begin = record.frames_end = static_cast<uint32_t>(frames_.size());

@@ -193,33 +193,18 @@ fn verb<A>(
 }
 
 /// Sweep a case's batch size (or its epochs) on one device.
+///
+/// Exit status: 0 when the sweep ended at out of memory, the ceiling or the
+/// largest multiplier; 1 when the step failed at a larger batch (the error
+/// names its line); 2 on bad input.
 #[derive(Parser)]
 struct SweepArgs {
     /// The case (`cases` lists them).
     #[arg(long, required_unless_present = "list")]
     case: Option<String>,
-    /// The device (cpu, cuda:N, mps; default: the first accelerator, else cpu).
-    #[arg(long)]
-    device: Option<DeviceSpec>,
-    /// Stop before a size whose peak memory would pass this many MiB
-    /// (default: 4096 on the CPU; none on an accelerator, which stops at out of memory).
-    #[arg(long, value_name = "MIB")]
-    max_memory_mb: Option<u64>,
-    /// Largest batch multiplier tried.
-    #[arg(long, default_value_t = 4096)]
-    max_batch_multiplier: i64,
-    /// Milliseconds spent timing each size.
-    #[arg(long, default_value_t = 500)]
-    timing_ms: u64,
-    /// Record memory over this many epochs instead of sweeping the batch.
-    #[arg(long)]
-    epochs: Option<usize>,
-    /// Steps per epoch with `--epochs` (default: the case's memory setting).
-    #[arg(long)]
-    steps_per_epoch: Option<usize>,
-    /// The batch multiplier used with `--epochs`.
-    #[arg(long, default_value_t = 1)]
-    batch_multiplier: i64,
+    /// The device, its limits, or epochs.
+    #[command(flatten)]
+    options: devcheck_report::sweep_options::SweepOptions,
     /// Directory for `<case>-<device>-{batch,epochs}.{json,svg}`.
     #[arg(long, default_value = "target/devcheck/sweep")]
     out: PathBuf,
@@ -257,6 +242,16 @@ fn sweep_verb(cases: &[Case], args: SweepArgs) -> Result<ExitCode, String> {
         }
         return Ok(ExitCode::SUCCESS);
     }
+    let options = args.options;
+    let max_batch_multiplier = options.max_batch_multiplier.unwrap_or(4096);
+    let batch_multiplier = options.batch_multiplier.unwrap_or(1);
+    let timing_ms = options.timing_ms.unwrap_or(500);
+    let asked = options
+        .device
+        .as_deref()
+        .map(str::parse::<DeviceSpec>)
+        .transpose()
+        .map_err(|e| e.to_string())?;
     let name = args.case.as_deref().unwrap_or_default();
     let case = cases
         .iter()
@@ -270,18 +265,18 @@ fn sweep_verb(cases: &[Case], args: SweepArgs) -> Result<ExitCode, String> {
             format!("no case named `{name}`; cases: {}", names.join(", "))
         })?
         .clone();
-    if args.max_batch_multiplier < 1 || args.batch_multiplier < 1 {
+    if max_batch_multiplier < 1 || batch_multiplier < 1 {
         return Err("batch multipliers must be at least 1".to_owned());
     }
-    if args.timing_ms == 0 || args.epochs == Some(0) || args.steps_per_epoch == Some(0) {
+    if timing_ms == 0 || options.epochs == Some(0) || options.steps_per_epoch == Some(0) {
         return Err("--timing-ms, --epochs and --steps-per-epoch must be at least 1".to_owned());
     }
-    let device = chosen_device(args.device)?;
+    let device = chosen_device(asked)?;
     let stem = format!("{}-{}", case.name(), device.to_string().replace(':', "-"));
-    let (table, json, svg, kind) = match args.epochs {
+    let (table, json, svg, kind, broke) = match options.epochs {
         Some(epochs) => {
-            let case = case.batch_multiplier(args.batch_multiplier);
-            let steps = args
+            let case = case.batch_multiplier(batch_multiplier);
+            let steps = options
                 .steps_per_epoch
                 .unwrap_or(case.memory_limits().steps_per_epoch);
             let result =
@@ -291,17 +286,18 @@ fn sweep_verb(cases: &[Case], args: SweepArgs) -> Result<ExitCode, String> {
                 sweep::epoch_json(&result),
                 sweep::epoch_svg(&result)?,
                 "epochs",
+                None,
             )
         }
         None => {
-            let ceiling = args
+            let ceiling = options
                 .max_memory_mb
                 .or((!device.is_accelerator()).then_some(4096))
                 .map(|mb| mb << 20);
             let limits = SweepLimits {
                 ceiling,
-                max_multiplier: args.max_batch_multiplier,
-                time_per_size: Duration::from_millis(args.timing_ms),
+                max_multiplier: max_batch_multiplier,
+                time_per_size: Duration::from_millis(timing_ms),
             };
             let result = sweep::batch_sweep(&case, device, limits).map_err(|e| e.to_string())?;
             (
@@ -309,6 +305,7 @@ fn sweep_verb(cases: &[Case], args: SweepArgs) -> Result<ExitCode, String> {
                 sweep::batch_json(&result),
                 sweep::batch_svg(&result)?,
                 "batch",
+                result.step_failed.then(|| result.stopped.clone()),
             )
         }
     };
@@ -321,6 +318,10 @@ fn sweep_verb(cases: &[Case], args: SweepArgs) -> Result<ExitCode, String> {
     crate::files::write_atomically(&svg_path, svg.as_bytes())
         .map_err(|e| format!("{}: {e}", svg_path.display()))?;
     eprintln!("wrote {} and {}", json_path.display(), svg_path.display());
+    if let Some(stopped) = broke {
+        eprintln!("error: the sweep of `{name}` on {device} could not grow the batch: {stopped}");
+        return Ok(ExitCode::from(1));
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -338,10 +338,12 @@ fn in_series(version: &str, series: &str) -> bool {
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('.') || rest.starts_with('+'))
 }
 
-/// The commit under test: `DEVCHECK_GIT_COMMIT`, else `git rev-parse HEAD` here.
+/// The commit under test: `DEVCHECK_GIT_COMMIT` (set but empty: unknown, as
+/// a bundle built outside git says), else `git rev-parse HEAD` here.
 pub(crate) fn git_commit() -> Option<String> {
     if let Ok(commit) = std::env::var("DEVCHECK_GIT_COMMIT") {
-        return Some(commit);
+        let commit = commit.trim();
+        return (!commit.is_empty()).then(|| commit.to_owned());
     }
     let output = std::process::Command::new("git")
         .args(["rev-parse", "HEAD"])

@@ -2,8 +2,6 @@
 //! atomically after every trial (so an interrupted run leaves a valid, partial
 //! report), and the compact device × check table for the terminal.
 
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -47,6 +45,9 @@ pub struct TrialRecord {
     pub metrics: serde_json::Value,
     /// Wall time of the trial.
     pub duration_ms: f64,
+    /// Passed by measuring alone, with nothing to compare (tolerance on the CPU).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub measured_only: bool,
 }
 
 /// Where and on what the matrix ran.
@@ -149,60 +150,15 @@ impl Report {
         crate::files::write_atomically(path, &text)
     }
 
-    /// The compact device × check table: ✓ passed, ✗ failed, – not run.
+    /// The compact device × check table (devcheck-report's, as every report
+    /// is shown): ✓ passed, ✗ failed, ○ measured only, – not run.
     pub fn table(&self) -> String {
-        let mut rows: BTreeMap<(String, String), BTreeMap<Check, Outcome>> = BTreeMap::new();
-        let mut unavailable: BTreeMap<String, String> = BTreeMap::new();
-        let mut order: Vec<(String, String)> = Vec::new();
-        for trial in &self.trials {
-            let key = (trial.case.clone(), trial.device.clone());
-            if trial.outcome == Outcome::Ignored {
-                unavailable
-                    .entry(trial.device.clone())
-                    .or_insert_with(|| trial.message.clone());
-            }
-            if !order.contains(&key) {
-                order.push(key.clone());
-            }
-            rows.entry(key)
-                .or_default()
-                .insert(trial.check, trial.outcome);
+        let shown = serde_json::to_value(self)
+            .and_then(serde_json::from_value::<devcheck_report::report::Report>);
+        match shown {
+            Ok(report) => devcheck_report::device_matrix::DeviceMatrix::new(&report).table(),
+            Err(error) => format!("(no table: {error})\n"),
         }
-        let case_width = order.iter().map(|(c, _)| c.len()).max().unwrap_or(4).max(4);
-        let device_width = order.iter().map(|(_, d)| d.len()).max().unwrap_or(6).max(6);
-        let mut out = String::new();
-        let _ = write!(out, "{:case_width$}  {:device_width$}", "case", "device");
-        for check in Check::ALL {
-            let _ = write!(out, "  {}", check.name());
-        }
-        out.push('\n');
-        for key in &order {
-            let cells = &rows[key];
-            if cells.values().all(|o| *o == Outcome::Ignored) {
-                continue;
-            }
-            let _ = write!(out, "{:case_width$}  {:device_width$}", key.0, key.1);
-            for check in Check::ALL {
-                let mark = match cells.get(&check) {
-                    Some(Outcome::Passed) => "✓",
-                    Some(Outcome::Failed) => "✗",
-                    _ => "–",
-                };
-                let _ = write!(out, "  {mark:<width$}", width = check.name().len());
-            }
-            out.truncate(out.trim_end().len());
-            out.push('\n');
-        }
-        for (device, reason) in unavailable {
-            let _ = writeln!(out, "{device} not run: {reason}");
-        }
-        let t = self.totals;
-        let _ = writeln!(
-            out,
-            "{} passed, {} failed, {} ignored",
-            t.passed, t.failed, t.ignored
-        );
-        out
     }
 }
 
@@ -225,6 +181,7 @@ mod tests {
             },
             metrics: serde_json::Value::Null,
             duration_ms: 1.0,
+            measured_only: false,
         }
     }
 
@@ -255,7 +212,7 @@ mod tests {
             "cnn   cpu     ✓          ✗          –          –       –         –"
         );
         assert_eq!(lines[2], "mps not run: mps: not built into this libtorch");
-        assert_eq!(lines[3], "1 passed, 1 failed, 1 ignored");
+        assert_eq!(lines[3], "1 passed, 1 failed, 1 not run");
     }
 
     #[test]

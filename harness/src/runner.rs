@@ -19,6 +19,7 @@ use crate::checks::timing::TimingBudget;
 use crate::checks::Check;
 use crate::device::{self, DeviceSlot, DeviceSpec};
 use crate::environment::{git_commit, Environment};
+use crate::error::TrialError;
 use crate::lock;
 use crate::report::{DeviceNotRun, Interruption, Outcome, Report, RunEnvironment, TrialRecord};
 use crate::shim;
@@ -251,6 +252,7 @@ fn record(
         message,
         metrics,
         duration_ms,
+        measured_only: false,
     }
 }
 
@@ -323,6 +325,10 @@ fn execute_with_limit(state: &Arc<CaseState>, check: Check, device: DeviceSpec) 
     }
 }
 
+/// Steps tried when looking for the line of a step's returned error: as many
+/// as any check runs before its first verdict.
+const FAILING_STEPS: u64 = 4;
+
 /// Runs one trial to a record; never panics, whatever the case does.
 fn execute(state: &CaseState, check: Check, device: DeviceSpec) -> TrialRecord {
     let case = state.case();
@@ -330,28 +336,47 @@ fn execute(state: &CaseState, check: Check, device: DeviceSpec) -> TrialRecord {
     let result = crate::cause::quietly(|| crate::checks::run(check, state, device));
     // A step that breaks only at a batch multiplier says so, once for the case.
     let scaled = |cause: String| state.diagnose_scaling(device, &cause).unwrap_or(cause);
+    let mut measured_only = false;
     let (outcome, message, metrics) = match result {
-        Ok(Ok(verdict)) => (
-            if verdict.passed {
-                Outcome::Passed
-            } else {
-                Outcome::Failed
-            },
-            verdict.message,
-            verdict.metrics,
-        ),
+        Ok(Ok(verdict)) => {
+            measured_only = verdict.measured_only;
+            (
+                if verdict.passed {
+                    Outcome::Passed
+                } else {
+                    Outcome::Failed
+                },
+                verdict.message,
+                verdict.metrics,
+            )
+        }
+        Ok(Err(error @ TrialError::Torch(_))) => {
+            // A libtorch error the step returned has no line: find it again.
+            let weights = state.weights().ok();
+            let at = weights.and_then(|w| {
+                crate::trainer::failing_line(case, device, case.kind(), &w, FAILING_STEPS)
+            });
+            let cause = match at {
+                Some(site) => format!("at {site}: {error}"),
+                None => error.to_string(),
+            };
+            (Outcome::Failed, scaled(cause), json!({}))
+        }
         Ok(Err(error)) => (Outcome::Failed, scaled(error.to_string()), json!({})),
         Err(panic) => (Outcome::Failed, scaled(panic), json!({})),
     };
-    record(
-        case,
-        check,
-        device,
-        outcome,
-        message,
-        metrics,
-        elapsed_ms(started),
-    )
+    TrialRecord {
+        measured_only,
+        ..record(
+            case,
+            check,
+            device,
+            outcome,
+            message,
+            metrics,
+            elapsed_ms(started),
+        )
+    }
 }
 
 fn trial_name(case: &Case, check: Check, device: DeviceSpec) -> String {
@@ -444,6 +469,19 @@ pub fn parse_or_explain(args: &[String]) -> Result<(Options, Vec<String>), ExitC
 /// filter that matches nothing under `--no-tests fail`, a report that cannot be
 /// written) is refused with exit code 2 before any trial runs.
 pub fn run_with(cases: Vec<Case>, options: Options, libtest_args: Vec<String>) -> ExitCode {
+    let listing = libtest_args.iter().any(|a| a == "--list");
+    if let Some(path) = options.report_path().filter(|_| !listing) {
+        // Whatever happens next, an earlier run's report must not pass for this one's.
+        if let Err(error) = std::fs::remove_file(&path) {
+            if path.exists() {
+                eprintln!(
+                    "error: cannot remove the previous report {}: {error}\ndevcheck: nothing was run",
+                    path.display()
+                );
+                return ExitCode::from(2);
+            }
+        }
+    }
     let problems = configuration_problems(&cases);
     if !problems.is_empty() {
         for problem in &problems {

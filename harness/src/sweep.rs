@@ -65,6 +65,9 @@ pub struct BatchSweep {
     pub points: Vec<BatchPoint>,
     /// Why the sweep ended.
     pub stopped: String,
+    /// It ended because the step failed at a size it should run (not out of
+    /// memory, a ceiling or the largest multiplier): the sweep fails.
+    pub step_failed: bool,
 }
 
 /// Whether a cause is the device (or host) running out of memory.
@@ -148,6 +151,7 @@ pub fn batch_sweep(
     });
     let mut points: Vec<BatchPoint> = Vec::new();
     let mut multiplier = 1i64;
+    let mut step_failed = false;
     let stopped = loop {
         if multiplier > limits.max_multiplier {
             break format!(
@@ -188,12 +192,19 @@ pub fn batch_sweep(
         }
         if !points.is_empty() {
             // It ran at the smaller sizes: the batch size is what it refuses.
-            let size = case
-                .clone()
-                .batch_multiplier(multiplier)
+            let scaled = case.clone().batch_multiplier(multiplier);
+            let size = scaled
                 .batch_size()
                 .map_or_else(|| format!("×{multiplier}"), |n| n.to_string());
-            break format!("the step does not accept batch {size}: {cause}");
+            // A panic names its line; a returned error is found again by the observer.
+            let at = if cause.starts_with("panicked at ") {
+                String::new()
+            } else {
+                crate::trainer::failing_line(&scaled, device, scaled.kind(), &weights, 1)
+                    .map_or_else(String::new, |site| format!(" at {site}"))
+            };
+            step_failed = true;
+            break format!("the step does not accept batch {size}{at}: {cause}");
         }
         return Err(TrialError::Case(cause));
     };
@@ -205,6 +216,7 @@ pub fn batch_sweep(
         ceiling_bytes: limits.ceiling,
         points,
         stopped,
+        step_failed,
     })
 }
 
@@ -532,10 +544,23 @@ mod tests {
         };
         let sweep = batch_sweep(&knows_its_batch(), DeviceSpec::Cpu, limits).unwrap();
         assert_eq!(sweep.points.len(), 1, "only its own batch runs");
+        assert!(sweep.step_failed);
+        // The returned error is found again at its line by the observer.
+        let line = 1 + include_str!("sweep.rs")
+            .lines()
+            .position(|l| l.contains("batch.get(\"x\").f_view([8, 4])?"))
+            .unwrap();
         assert!(
-            sweep.stopped.starts_with(
-                "the step does not accept batch 16: libtorch error: shape '[8, 4]' is invalid"
-            ),
+            sweep.stopped.starts_with(&format!(
+                "the step does not accept batch 16 at harness/src/sweep.rs:{line}:"
+            )),
+            "{}",
+            sweep.stopped
+        );
+        assert!(
+            sweep
+                .stopped
+                .contains("(Tensor::view): libtorch error: shape '[8, 4]' is invalid"),
             "{}",
             sweep.stopped
         );
@@ -591,6 +616,7 @@ mod tests {
             points: vec![point(1, 2.0, 10 << 20), point(2, 3.0, 20 << 20)],
             stopped: "the next size would need about 40.00 MiB, above the ceiling of 32.00 MiB"
                 .into(),
+            step_failed: false,
         }
     }
 

@@ -65,6 +65,38 @@ pub fn initial_weights(case: &Case) -> Result<Named, TrialError> {
         .collect())
 }
 
+/// Where a step that returns an error breaks: runs up to `steps` fresh steps
+/// of the case with a stack for every op, and names the user's line (and the
+/// tch call made there) of the last op the first failing step started.
+/// `None` if every step runs, or the line cannot be found.
+pub fn failing_line(
+    case: &Case,
+    device: DeviceSpec,
+    kind: Kind,
+    weights: &Named,
+    steps: u64,
+) -> Option<String> {
+    let located = crate::cause::quietly(|| -> Option<String> {
+        let mut trainer = Trainer::new(case, device, kind, weights).ok()?;
+        let expect = crate::observer::Expectation { device, kind };
+        for step in 0..steps {
+            let batch = trainer.batch(step).ok()?;
+            let (output, trace) =
+                crate::observer::observe_every_line(expect, || trainer.step(&batch)).ok()?;
+            if output.is_err() {
+                let call = crate::observer::last_call_site(&trace)?;
+                let site = call.site?;
+                return Some(match call.api {
+                    Some(api) => format!("{site} ({api})"),
+                    None => site.to_string(),
+                });
+            }
+        }
+        None
+    });
+    located.ok().flatten()
+}
+
 impl<'c> Trainer<'c> {
     /// Builds the case on `device` in `kind`, with `weights` copied in.
     pub fn new(
@@ -149,5 +181,70 @@ impl<'c> Trainer<'c> {
         }
         all.push(("loss".to_owned(), Role::Loss, output.loss.detach()));
         all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tch::nn::{self, Module};
+
+    /// A step that returns libtorch's error on its third batch.
+    struct BreaksLater {
+        fc: nn::Linear,
+        steps: u32,
+    }
+
+    impl Model for BreaksLater {
+        fn step(&mut self, batch: &Batch) -> Result<StepOutput, tch::TchError> {
+            self.steps += 1;
+            let x = batch.get("x");
+            let x = if self.steps == 3 {
+                x.f_view([5, 5])?
+            } else {
+                x.shallow_clone()
+            };
+            let out = self.fc.forward(&x);
+            let loss = out.f_mean(None)?;
+            Ok(StepOutput {
+                outputs: vec![("out".into(), out)],
+                loss,
+            })
+        }
+    }
+
+    #[test]
+    fn a_returned_error_is_found_at_its_line() {
+        let case = Case::new(
+            "breaks-later",
+            |vs| {
+                Ok(Box::new(BreaksLater {
+                    fc: nn::linear(vs.root() / "fc", 4, 2, Default::default()),
+                    steps: 0,
+                }) as Box<dyn Model>)
+            },
+            |_step| {
+                Ok(Batch::new([(
+                    "x",
+                    Tensor::randn([8, 4], (Kind::Double, tch::Device::Cpu)),
+                )]))
+            },
+        );
+        let weights = initial_weights(&case).unwrap();
+        let line = 1 + include_str!("trainer.rs")
+            .lines()
+            .position(|l| l.contains("x.f_view([5, 5])?"))
+            .unwrap();
+        let found = failing_line(&case, DeviceSpec::Cpu, Kind::Float, &weights, 4).unwrap();
+        assert!(
+            found.starts_with(&format!("harness/src/trainer.rs:{line}:")),
+            "{found}"
+        );
+        assert!(found.ends_with(" (Tensor::view)"), "{found}");
+        // Two steps run: nothing to find.
+        assert_eq!(
+            failing_line(&case, DeviceSpec::Cpu, Kind::Float, &weights, 2),
+            None
+        );
     }
 }

@@ -206,7 +206,15 @@ impl<'a> DeviceMatrix<'a> {
         }
     }
 
-    /// The compact terminal table, in the harness's look: ✓ passed, ✗ failed, – not run.
+    /// Whether a cell of the table is ○.
+    pub fn shows_measured_only(&self) -> bool {
+        self.rows
+            .iter()
+            .flat_map(|r| r.cells)
+            .any(|cell| mark(cell) == MEASURED_ONLY)
+    }
+
+    /// The compact terminal table: ✓ passed, ✗ failed, ○ measured only, – not run.
     pub fn table(&self) -> String {
         let case_width = self
             .rows
@@ -240,6 +248,9 @@ impl<'a> DeviceMatrix<'a> {
             out.truncate(out.trim_end().len());
             out.push('\n');
         }
+        if self.shows_measured_only() {
+            let _ = writeln!(out, "{MEASURED_ONLY_LEGEND}");
+        }
         for NotRun { device, reason } in &self.not_run {
             let _ = writeln!(out, "{device} not run: {reason}");
         }
@@ -263,14 +274,22 @@ impl<'a> DeviceMatrix<'a> {
     }
 }
 
-/// ✓, ✗ or –.
+/// ✓, ✗, ○ (passed by measuring alone) or –.
 pub fn mark(cell: Option<&Trial>) -> &'static str {
-    match cell.map(|t| t.outcome) {
-        Some(Outcome::Passed) => "✓",
-        Some(Outcome::Failed) => "✗",
+    match cell.map(|t| (t.outcome, t.measured_only)) {
+        Some((Outcome::Passed, false)) => "✓",
+        Some((Outcome::Passed, true)) => MEASURED_ONLY,
+        Some((Outcome::Failed, _)) => "✗",
         _ => "–",
     }
 }
+
+/// The mark of a trial that passed by measuring alone.
+pub const MEASURED_ONLY: &str = "○";
+
+/// What ○ means, said under a table that shows one.
+pub const MEASURED_ONLY_LEGEND: &str = "○ measured, nothing compared: tolerance on the CPU is the \
+     baseline itself (float32 against float64); run on an accelerator (cuda, mps) to compare one";
 
 /// `linux/x86_64, torch 2.11.0, commit 00ee538`.
 pub fn describe(machine: &Machine) -> String {
@@ -307,6 +326,7 @@ mod tests {
             outcome,
             message: message.into(),
             metrics: json!({}),
+            measured_only: false,
             machine: None,
             rest: Map::new(),
         }
@@ -340,6 +360,30 @@ mod tests {
              mps not run: mps: not built into this libtorch\n\
              1 passed, 1 failed, 1 not run\n"
         );
+    }
+
+    #[test]
+    fn a_trial_that_compared_nothing_is_marked_and_explained() {
+        let mut measured = trial("cnn", "tolerance", "cpu", Outcome::Passed, "baseline");
+        measured.measured_only = true;
+        let report = single(
+            "box",
+            vec![
+                trial("cnn", "placement", "cpu", Outcome::Passed, ""),
+                measured,
+            ],
+        );
+        let table = DeviceMatrix::new(&report).table();
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(
+            lines[1],
+            "cnn   cpu     ✓          ○          –          –       –         –"
+        );
+        assert_eq!(lines[2], MEASURED_ONLY_LEGEND);
+        assert_eq!(lines[3], "2 passed, 0 failed, 0 not run");
+        let summary = crate::summary::render(crate::summary::SummaryFormat::Markdown, &report);
+        assert!(summary.contains("| cnn | cpu | ✓ | ○ |"), "{summary}");
+        assert!(summary.contains(MEASURED_ONLY_LEGEND), "{summary}");
     }
 
     #[test]

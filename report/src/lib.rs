@@ -22,7 +22,9 @@ mod float8;
 pub mod merge;
 pub mod python;
 pub mod report;
+pub mod snapshots;
 pub mod summary;
+pub mod sweep_options;
 pub mod tensor;
 
 pub use assert_close::{compare, isclose, CompareError, Comparison, Tolerance};

@@ -429,6 +429,7 @@ mod tests {
             outcome,
             message: String::new(),
             metrics: json!({}),
+            measured_only: false,
             machine: None,
             rest: Map::new(),
         }

@@ -168,6 +168,10 @@ pub struct Trial {
     /// The check's figures.
     #[serde(default)]
     pub metrics: Value,
+    /// Passed by measuring alone, with nothing to compare on that machine
+    /// (tolerance on the CPU, which is the baseline itself).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub measured_only: bool,
     /// The machine it ran on, in a merged report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<String>,

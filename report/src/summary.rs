@@ -105,6 +105,9 @@ pub fn markdown(report: &Report) -> String {
             );
         }
         out.push('\n');
+        if matrix.shows_measured_only() {
+            let _ = writeln!(out, "{}\n", crate::device_matrix::MEASURED_ONLY_LEGEND);
+        }
     }
 
     if !matrix.failures.is_empty() {
@@ -240,6 +243,7 @@ mod tests {
             outcome,
             message: message.into(),
             metrics,
+            measured_only: false,
             machine: None,
             rest: Map::new(),
         }

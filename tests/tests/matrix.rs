@@ -295,6 +295,8 @@ fn a_device_asked_for_that_cannot_run_stops_the_run_with_exit_code_2() {
     ] {
         let dir = tempfile::tempdir().unwrap();
         let report = dir.path().join("report.json");
+        // An earlier run's complete report, which must not pass for this one's.
+        std::fs::write(&report, r#"{"schema": 1, "complete": true, "trials": []}"#).unwrap();
         let mut command = command("devcheck", "devcheck-matrix");
         command.args(&args).arg("--report").arg(&report);
         if let Some((key, value)) = env {
@@ -305,7 +307,10 @@ fn a_device_asked_for_that_cannot_run_stops_the_run_with_exit_code_2() {
         assert_eq!(output.status.code(), Some(2), "{args:?} {env:?}: {stderr}");
         assert!(stderr.contains("was asked for with"), "{stderr}");
         assert!(stderr.contains("devcheck: nothing was run"), "{stderr}");
-        assert!(!report.exists(), "nothing ran, nothing written");
+        assert!(
+            !report.exists(),
+            "nothing ran, and no earlier report is left"
+        );
     }
     // Not asked for, a device this machine lacks is only listed as not run.
     let dir = tempfile::tempdir().unwrap();

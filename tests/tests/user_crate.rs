@@ -271,10 +271,10 @@ fn cargo_devcheck_runs_sweeps_dumps_compares_bundles_and_merges_the_user_s_cases
         "sweep",
         "--case",
         "char-rnn",
-        "--out",
-        out.to_str().unwrap(),
         "--device",
         "cpu",
+        "--out",
+        out.to_str().unwrap(),
         "--epochs",
         "2",
         "--steps-per-epoch",
@@ -299,6 +299,31 @@ fn cargo_devcheck_runs_sweeps_dumps_compares_bundles_and_merges_the_user_s_cases
     );
     let libtorch = std::env::var_os("LIBTORCH").expect("run under `cargo xtask test`");
     let placement = dir.path().join("placement.json");
+    // run.sh started inside another repository still reports the user's commit.
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    for args in [
+        &["init", "-q"][..],
+        &[
+            "-c",
+            "user.name=x",
+            "-c",
+            "user.email=x@x",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "x",
+        ],
+    ] {
+        let done = Command::new("git")
+            .args(args)
+            .current_dir(&elsewhere)
+            .status()
+            .unwrap();
+        assert!(done.success());
+    }
+    let bundled_commit = std::fs::read_to_string(bundle.join("COMMIT")).unwrap();
     let output = Command::new(bundle.join("run.sh"))
         .args(["--device", "cpu", "--report"])
         .arg(&placement)
@@ -306,7 +331,8 @@ fn cargo_devcheck_runs_sweeps_dumps_compares_bundles_and_merges_the_user_s_cases
         .env("DEVCHECK_LIBTORCH_LIB", PathBuf::from(libtorch).join("lib"))
         .env_remove("LD_LIBRARY_PATH")
         .env("DEVCHECK_SOURCE_ROOT", user_crate())
-        .current_dir(dir.path())
+        .env_remove("DEVCHECK_GIT_COMMIT")
+        .current_dir(&elsewhere)
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -329,6 +355,14 @@ fn cargo_devcheck_runs_sweeps_dumps_compares_bundles_and_merges_the_user_s_cases
         failed[0]
     );
     assert_eq!(placed["trials"].as_array().unwrap().len(), 3);
+    let recorded = placed["environment"]["git_commit"]
+        .as_str()
+        .map(str::to_owned);
+    assert_eq!(
+        recorded,
+        Some(bundled_commit.trim().to_owned()).filter(|c| !c.is_empty()),
+        "the bundle's commit, not the working directory's"
+    );
 
     // The two runs' reports merge into one matrix.
     let merged = dir.path().join("merged.json");
@@ -356,6 +390,24 @@ fn cargo_devcheck_runs_sweeps_dumps_compares_bundles_and_merges_the_user_s_cases
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+
+    // A refused run (devcheck's own option, no `--`) leaves no earlier report
+    // behind to pass for its own.
+    let stale = dir.path().join("stale.json");
+    std::fs::copy(&report, &stale).unwrap();
+    let output = cargo_devcheck(&[
+        "matrix",
+        "--report",
+        stale.to_str().unwrap(),
+        "--require-device",
+        "mps",
+        "--filter",
+        "::placement::",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("error: mps"), "{stderr}");
+    assert!(!stale.exists(), "the earlier report is gone");
 }
 
 /// A step written for float32, as tch's min-gpt writes its attention: the

@@ -92,6 +92,8 @@ pub struct Verdict {
     pub message: String,
     /// Figures for the report.
     pub metrics: serde_json::Value,
+    /// Passed by measuring alone: nothing on this device to compare (tolerance on the CPU).
+    pub measured_only: bool,
 }
 
 impl Verdict {
@@ -101,6 +103,15 @@ impl Verdict {
             passed: true,
             message: message.into(),
             metrics,
+            measured_only: false,
+        }
+    }
+
+    /// A passing verdict that measured without comparing anything.
+    pub fn measured(message: impl Into<String>, metrics: serde_json::Value) -> Self {
+        Self {
+            measured_only: true,
+            ..Self::pass(message, metrics)
         }
     }
 
@@ -110,6 +121,7 @@ impl Verdict {
             passed: false,
             message: message.into(),
             metrics,
+            measured_only: false,
         }
     }
 }

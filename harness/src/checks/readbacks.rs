@@ -192,29 +192,54 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
         .div_ceil(MEASURED_STEPS as usize);
     let max_per_step = per_step.iter().copied().max().unwrap_or(0) + witness_per_step;
 
-    // In the order of the source, so that "first at" is the first read in the step.
-    let mut ordered: Vec<(&ReadKey, &Seen)> = seen.iter().collect();
-    ordered.sort_by_key(|(key, s)| (s.lines.first().cloned(), (*key).clone()));
-    let site_lines: Vec<String> = ordered
-        .into_iter()
-        .map(|(key, s)| {
-            let lines: Vec<String> = s.lines.iter().map(ToString::to_string).collect();
-            let backward = if s.in_backward { " in backward" } else { "" };
-            format!(
-                "{} {} ({}) ×{} per step{backward}{}",
-                if lines.is_empty() {
-                    key.file.clone()
-                } else {
-                    lines.join(", ")
-                },
-                key.what,
-                key.kind.describe(),
-                s.per_step.iter().max().copied().unwrap_or(0),
-                key.intended
-                    .as_ref()
-                    .map_or(String::new(), |w| format!(", intended ({w})")),
-            )
+    // The snapshot as it stands now, and the reviewed one, if any.
+    let mut snapshot = format!(
+        "host syncs per step: {max_per_step} (budget {})\n",
+        case.readback_budget
+    );
+    if seen.is_empty() {
+        snapshot.push_str("no host syncs\n");
+    }
+    for (key, s) in &seen {
+        snapshot.push_str(&key.snapshot_line(s.per_step.iter().max().copied().unwrap_or(0)));
+        snapshot.push('\n');
+    }
+    let reviewed = state
+        .snapshot_dir()
+        .and_then(|dir| reviewed_snapshot(dir, case.name()));
+    let is_new = |key: &ReadKey, s: &Seen| {
+        reviewed.as_ref().is_some_and(|lines| {
+            !lines.contains(&key.snapshot_line(s.per_step.iter().max().copied().unwrap_or(0)))
         })
+    };
+
+    // New reads (not in the reviewed snapshot) first, then in the order of the
+    // source, so that "first at" is the read a change added, else the first in the step.
+    let mut ordered: Vec<(&ReadKey, &Seen)> = seen.iter().collect();
+    ordered.sort_by_key(|(key, s)| (!is_new(key, s), s.lines.first().cloned(), (*key).clone()));
+    let describe = |key: &ReadKey, s: &Seen| {
+        let lines: Vec<String> = s.lines.iter().map(ToString::to_string).collect();
+        let backward = if s.in_backward { " in backward" } else { "" };
+        format!(
+            "{} {} ({}) ×{} per step{backward}{}",
+            if lines.is_empty() {
+                key.file.clone()
+            } else {
+                lines.join(", ")
+            },
+            key.what,
+            key.kind.describe(),
+            s.per_step.iter().max().copied().unwrap_or(0),
+            key.intended
+                .as_ref()
+                .map_or(String::new(), |w| format!(", intended ({w})")),
+        )
+    };
+    let site_lines: Vec<String> = ordered.iter().map(|(key, s)| describe(key, s)).collect();
+    let new_reads: Vec<String> = ordered
+        .iter()
+        .filter(|(key, s)| is_new(key, s))
+        .map(|(key, s)| describe(key, s))
         .collect();
     let witness_lines: Vec<String> = only_witness
         .iter()
@@ -224,6 +249,7 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
         "readbacks_per_step": per_step,
         "budget": case.readback_budget,
         "sites": site_lines,
+        "new_since_review": new_reads,
         "observed_by": if device.is_accelerator() {
             "op observer: the syncs this device ran"
         } else {
@@ -233,6 +259,9 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
         "only_sync_debug": witness_lines,
     });
 
+    // Every failure of the run at once: over budget and a snapshot to review
+    // are two things to fix, and the snapshot is written either way.
+    let mut failures = Vec::new();
     if max_per_step > case.readback_budget {
         let first = site_lines
             .first()
@@ -240,9 +269,10 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
             .cloned()
             .unwrap_or_default();
         let mut message = format!(
-            "{} per step, budget {}: first at {first}",
+            "{} per step, budget {}: {} at {first}",
             syncs_text(max_per_step),
-            case.readback_budget
+            case.readback_budget,
+            if new_reads.is_empty() { "first" } else { "new" },
         );
         if !device.is_accelerator() {
             message.push_str(" (on the CPU: where an accelerator will wait)");
@@ -250,33 +280,37 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
         message.push_str(
             "; move the read out of the step, read every N steps, or raise `Case::readback_budget`",
         );
-        return Ok(Verdict::fail(message, metrics));
+        failures.push(message);
     }
     if !witness_lines.is_empty() {
-        return Ok(Verdict::fail(
-            format!(
-                "CUDA sync-debug mode saw {} sync(s) the op observer did not, first at {}",
-                witness_lines.len(),
-                witness_lines[0]
-            ),
-            metrics,
+        failures.push(format!(
+            "CUDA sync-debug mode saw {} sync(s) the op observer did not, first at {}",
+            witness_lines.len(),
+            witness_lines[0]
         ));
     }
     if let Some(dir) = state.snapshot_dir() {
-        let mut snapshot = format!(
-            "host syncs per step: {max_per_step} (budget {})\n",
-            case.readback_budget
-        );
-        if seen.is_empty() {
-            snapshot.push_str("no host syncs\n");
+        let change = SnapshotChange {
+            new_reads: &new_reads,
+            gone: reviewed
+                .iter()
+                .flatten()
+                .filter(|line| !snapshot.lines().any(|l| l == *line))
+                .filter(|line| !line.starts_with("host syncs per step:"))
+                .cloned()
+                .collect(),
+        };
+        if let Err(message) = assert_snapshot(dir, case.name(), snapshot.trim_end(), &change) {
+            failures.push(message);
         }
-        for (key, s) in &seen {
-            snapshot.push_str(&key.snapshot_line(s.per_step.iter().max().copied().unwrap_or(0)));
-            snapshot.push('\n');
+    }
+    if let Some((first, rest)) = failures.split_first() {
+        let mut message = first.clone();
+        for more in rest {
+            message.push_str("; and ");
+            message.push_str(more);
         }
-        if let Err(message) = assert_snapshot(dir, case.name(), snapshot.trim_end()) {
-            return Ok(Verdict::fail(message, metrics));
-        }
+        return Ok(Verdict::fail(message, metrics));
     }
     Ok(Verdict::pass(
         format!(
@@ -288,18 +322,44 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
     ))
 }
 
+/// The lines of the reviewed snapshot `readbacks__<case>.snap` in `dir`, if any.
+fn reviewed_snapshot(dir: &Path, case: &str) -> Option<Vec<String>> {
+    let text = std::fs::read_to_string(dir.join(format!("readbacks__{case}.snap"))).ok()?;
+    Some(
+        devcheck_report::snapshots::body(&text)
+            .lines()
+            .map(str::to_owned)
+            .collect(),
+    )
+}
+
+/// What changed against the reviewed snapshot, for the failure's message.
+struct SnapshotChange<'a> {
+    /// Reads the reviewed snapshot does not have, with their lines.
+    new_reads: &'a [String],
+    /// Reviewed lines no read matches now.
+    gone: Vec<String>,
+}
+
 /// `1 host sync`, `3 host syncs`.
 fn syncs_text(count: usize) -> String {
     format!("{count} host sync{}", if count == 1 { "" } else { "s" })
 }
 
-/// Compares the sites with the reviewed snapshot `readbacks__<case>.snap` in `dir`.
-fn assert_snapshot(dir: &Path, case: &str, content: &str) -> Result<(), String> {
+/// Compares the sites with the reviewed snapshot `readbacks__<case>.snap` in
+/// `dir`. A difference leaves the new snapshot beside it (`.snap.new`) for
+/// review; a match removes a stale one.
+fn assert_snapshot(
+    dir: &Path,
+    case: &str,
+    content: &str,
+    change: &SnapshotChange<'_>,
+) -> Result<(), String> {
     let name = format!("readbacks__{case}");
     let reviewed = dir.join(format!("{name}.snap"));
     let accept = format!(
-        "accept it with `cargo insta review` (or rerun with INSTA_UPDATE=always); \
-         the reviewed file is {}",
+        "review it with `cargo devcheck review` (or `cargo insta review` where cargo-insta is \
+         installed, or rerun with INSTA_UPDATE=always); the reviewed file is {}",
         sites::repository_relative(&reviewed.to_string_lossy())
     );
     let first_run = !reviewed.exists();
@@ -310,7 +370,12 @@ fn assert_snapshot(dir: &Path, case: &str, content: &str) -> Result<(), String> 
     let result =
         crate::cause::quietly(|| settings.bind(|| insta::assert_snapshot!(name.as_str(), content)));
     match result {
-        Ok(()) => Ok(()),
+        Ok(()) => {
+            if let Err(error) = devcheck_report::snapshots::clear_pending(&reviewed) {
+                eprintln!("warning: cannot remove the stale pending snapshot of {case}: {error}");
+            }
+            Ok(())
+        }
         Err(_) if first_run => {
             eprintln!("devcheck: {case}: the first readbacks snapshot would record:\n{content}");
             Err(format!(
@@ -318,11 +383,25 @@ fn assert_snapshot(dir: &Path, case: &str, content: &str) -> Result<(), String> 
                 content.lines().collect::<Vec<_>>().join("; ")
             ))
         }
-        Err(_) => Err(format!(
-            "host syncs differ from the reviewed snapshot: a read was added, removed or runs \
-             more often (now: {}); review the change: {accept}",
-            content.lines().collect::<Vec<_>>().join("; ")
-        )),
+        Err(_) => {
+            let mut what = Vec::new();
+            if !change.new_reads.is_empty() {
+                what.push(format!("new: {}", change.new_reads.join(", ")));
+            }
+            if !change.gone.is_empty() {
+                what.push(format!("no longer seen: {}", change.gone.join(", ")));
+            }
+            if what.is_empty() {
+                what.push(format!(
+                    "now: {}",
+                    content.lines().collect::<Vec<_>>().join("; ")
+                ));
+            }
+            Err(format!(
+                "host syncs differ from the reviewed snapshot ({}); {accept}",
+                what.join("; ")
+            ))
+        }
     }
 }
 

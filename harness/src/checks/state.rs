@@ -163,15 +163,32 @@ impl CaseState {
             || {
                 // A step that cannot run in the reference dtype often panics
                 // in a tch method: that is the reference failing, with its line.
-                crate::cause::quietly(|| {
+                let run = crate::cause::quietly(|| {
                     tolerance::trajectory(
                         &self.case,
                         DeviceSpec::Cpu,
                         self.case.reference_kind(),
                         &weights,
                     )
-                })
-                .unwrap_or_else(|panic| Err(TrialError::Case(panic)))
+                });
+                match run {
+                    Ok(Err(error @ TrialError::Torch(_))) => {
+                        // A returned libtorch error has no line: find it again.
+                        let at = crate::trainer::failing_line(
+                            &self.case,
+                            DeviceSpec::Cpu,
+                            self.case.reference_kind(),
+                            &weights,
+                            self.case.tolerance_steps as u64,
+                        );
+                        Err(match at {
+                            Some(site) => TrialError::Case(format!("at {site}: {error}")),
+                            None => error,
+                        })
+                    }
+                    Ok(result) => result,
+                    Err(panic) => Err(TrialError::Case(panic)),
+                }
             },
             |t| t.iter().map(shallow).collect(),
         )

@@ -3,7 +3,8 @@
 //! and after), plus device-event time where the device has events. Repeats
 //! adapt like torch.utils.benchmark's adaptive_autorange: measure until the
 //! spread is small or the time budget is spent. Fails only when the
-//! measurement itself is broken, never because a step is slow.
+//! measurement itself cannot be trusted (broken, or a spread larger than its
+//! median after a second round), never because a step is slow.
 
 use std::time::{Duration, Instant};
 
@@ -82,6 +83,94 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
     }
     device.synchronize()?;
     let events = device.is_accelerator() && crate::version::DEVICE_EVENT_TIMING;
+    let mut samples = measure(&mut trainer, &batch, device, events, &budget)?;
+    // A spread larger than the median is no measurement of one step's time: a
+    // busy machine, or first steps still warming up (kernel selection, caches).
+    // The first round then counts as warm-up, and the figures are a second's.
+    let mut discarded = 0;
+    if unstable(&spread(&samples.honest)) {
+        discarded = samples.honest.len();
+        samples = measure(&mut trainer, &batch, device, events, &budget)?;
+    }
+    let Samples {
+        naive,
+        honest,
+        device_ms,
+    } = samples;
+    let (naive_s, honest_s) = (spread(&naive), spread(&honest));
+    let device_s = (!device_ms.is_empty()).then(|| spread(&device_ms));
+    let ratio = honest_s.median_ms / naive_s.median_ms;
+    let mut metrics = json!({
+        "steps_measured": honest.len(),
+        "warmup_steps": budget.warmup_steps as usize + discarded,
+        "naive": naive_s,
+        "honest": honest_s,
+        "device_events": device_s,
+        "honest_over_naive": ratio,
+        "honest_over_device_events": device_s.map(|d| honest_s.median_ms / d.median_ms),
+        "batch_size": batch.tensors.first().and_then(|(_, t)| t.size().first().copied()),
+    });
+    if device.is_accelerator() && !events {
+        metrics["device_events_unavailable"] = json!(crate::version::NO_DEVICE_EVENT_TIMING);
+    }
+    if let Some(problem) = broken(&naive, &honest, &device_ms) {
+        return Ok(Verdict::fail(
+            format!("timing measurement is broken: {problem}"),
+            metrics,
+        ));
+    }
+    if unstable(&honest_s) {
+        return Ok(Verdict::fail(
+            format!(
+                "timing is unstable: the synchronized step took {:.3} ms (median) with an IQR of \
+                 {:.3} ms over {} steps, after {} warm-up steps; the machine was busy or the \
+                 step's time varies from step to step: run the timing trials alone \
+                 (`--filter ::timing::`) or give them longer (`--timing-ms`)",
+                honest_s.median_ms,
+                honest_s.iqr_ms,
+                honest.len(),
+                budget.warmup_steps as usize + discarded,
+            ),
+            metrics,
+        ));
+    }
+    let mut message = format!(
+        "the host finished queueing in {:.3} ms, the step took {:.3} ms synchronized (×{ratio:.1}; IQR {:.3} ms, {} steps)",
+        naive_s.median_ms,
+        honest_s.median_ms,
+        honest_s.iqr_ms,
+        honest.len()
+    );
+    if let Some(d) = device_s {
+        message.push_str(&format!(
+            "; device events {:.3} ms (synchronized/events {:.3})",
+            d.median_ms,
+            honest_s.median_ms / d.median_ms
+        ));
+    }
+    Ok(Verdict::pass(message, metrics))
+}
+
+/// Whether a spread is too wide to be a step's time: its IQR above its median.
+fn unstable(spread: &Spread) -> bool {
+    spread.iqr_ms > spread.median_ms
+}
+
+/// The times of one round of measured steps, in milliseconds.
+struct Samples {
+    naive: Vec<f64>,
+    honest: Vec<f64>,
+    device_ms: Vec<f64>,
+}
+
+/// Measures steps until the spread is small or the budget is spent.
+fn measure(
+    trainer: &mut Trainer,
+    batch: &crate::case::Batch,
+    device: DeviceSpec,
+    events: bool,
+    budget: &TimingBudget,
+) -> Result<Samples, TrialError> {
     let (mut naive, mut honest, mut device_ms) = (Vec::new(), Vec::new(), Vec::new());
     let started = Instant::now();
     while honest.len() < budget.max_steps {
@@ -100,7 +189,7 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
         if let Some(e) = start_event.as_mut() {
             e.record()?;
         }
-        trainer.step(&batch)?;
+        trainer.step(batch)?;
         if let Some(e) = end_event.as_mut() {
             e.record()?;
         }
@@ -121,42 +210,11 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
             }
         }
     }
-    let (naive_s, honest_s) = (spread(&naive), spread(&honest));
-    let device_s = (!device_ms.is_empty()).then(|| spread(&device_ms));
-    let ratio = honest_s.median_ms / naive_s.median_ms;
-    let mut metrics = json!({
-        "steps_measured": honest.len(),
-        "naive": naive_s,
-        "honest": honest_s,
-        "device_events": device_s,
-        "honest_over_naive": ratio,
-        "honest_over_device_events": device_s.map(|d| honest_s.median_ms / d.median_ms),
-        "batch_size": batch.tensors.first().and_then(|(_, t)| t.size().first().copied()),
-    });
-    if device.is_accelerator() && !events {
-        metrics["device_events_unavailable"] = json!(crate::version::NO_DEVICE_EVENT_TIMING);
-    }
-    if let Some(problem) = broken(&naive, &honest, &device_ms) {
-        return Ok(Verdict::fail(
-            format!("timing measurement is broken: {problem}"),
-            metrics,
-        ));
-    }
-    let mut message = format!(
-        "the host finished queueing in {:.3} ms, the step took {:.3} ms synchronized (×{ratio:.1}; IQR {:.3} ms, {} steps)",
-        naive_s.median_ms,
-        honest_s.median_ms,
-        honest_s.iqr_ms,
-        honest.len()
-    );
-    if let Some(d) = device_s {
-        message.push_str(&format!(
-            "; device events {:.3} ms (synchronized/events {:.3})",
-            d.median_ms,
-            honest_s.median_ms / d.median_ms
-        ));
-    }
-    Ok(Verdict::pass(message, metrics))
+    Ok(Samples {
+        naive,
+        honest,
+        device_ms,
+    })
 }
 
 /// Why a set of measurements cannot be trusted, if it cannot.
@@ -196,6 +254,68 @@ mod tests {
         let even = spread(&[1.0, 2.0, 3.0, 4.0]);
         assert_eq!(even.median_ms, 2.5);
         assert_eq!(even.iqr_ms, 1.5);
+    }
+
+    /// A step whose time alternates between 1 ms and 25 ms: no single step time.
+    struct Erratic {
+        fc: tch::nn::Linear,
+        calls: u64,
+    }
+
+    impl crate::case::Model for Erratic {
+        fn step(
+            &mut self,
+            batch: &crate::case::Batch,
+        ) -> Result<crate::case::StepOutput, tch::TchError> {
+            use tch::nn::Module;
+            self.calls += 1;
+            let pause = if self.calls.is_multiple_of(2) { 25 } else { 1 };
+            std::thread::sleep(Duration::from_millis(pause));
+            let out = self.fc.forward(batch.get("x"));
+            let loss = out.f_mean(None)?;
+            Ok(crate::case::StepOutput {
+                outputs: vec![("out".into(), out)],
+                loss,
+            })
+        }
+    }
+
+    #[test]
+    fn a_spread_wider_than_the_median_fails_after_a_second_round() {
+        assert!(unstable(&spread(&[1.0, 1.0, 25.0, 25.0])));
+        assert!(!unstable(&spread(&[4.0, 5.0, 5.0, 6.0])));
+        let case = Case::new(
+            "erratic",
+            |vs| {
+                Ok(Box::new(Erratic {
+                    fc: tch::nn::linear(vs.root() / "fc", 4, 2, Default::default()),
+                    calls: 0,
+                }) as Box<dyn crate::case::Model>)
+            },
+            |_step| {
+                Ok(crate::case::Batch::new([(
+                    "x",
+                    tch::Tensor::randn([8, 4], (tch::Kind::Double, tch::Device::Cpu)),
+                )]))
+            },
+        );
+        let budget = TimingBudget {
+            max_time: Duration::from_millis(200),
+            ..TimingBudget::default()
+        };
+        let state = CaseState::new(case.clone(), None, budget);
+        let verdict = run(&case, DeviceSpec::Cpu, &state).unwrap();
+        assert!(!verdict.passed, "{}", verdict.message);
+        assert!(
+            verdict
+                .message
+                .starts_with("timing is unstable: the synchronized step took "),
+            "{}",
+            verdict.message
+        );
+        let warmup = verdict.metrics["warmup_steps"].as_u64().unwrap();
+        let measured = verdict.metrics["steps_measured"].as_u64().unwrap();
+        assert!(warmup > 2 && measured >= 7, "{}", verdict.metrics);
     }
 
     #[test]

@@ -34,6 +34,7 @@ struct RawConfig {
     scalar_type: c_int,
     max_records: usize,
     max_frames: usize,
+    stack_every_op: c_int,
 }
 
 #[repr(C)]
@@ -302,7 +303,7 @@ struct Installed {
 }
 
 impl Installed {
-    fn begin(expect: Expectation) -> Result<Self, ShimError> {
+    fn begin(expect: Expectation, stack_every_op: bool) -> Result<Self, ShimError> {
         crate::init()?;
         let config = RawConfig {
             device_type: expect.device.backend() as c_int,
@@ -310,6 +311,7 @@ impl Installed {
             scalar_type: scalar_type_code(expect.kind),
             max_records: 0,
             max_frames: 0,
+            stack_every_op: c_int::from(stack_every_op),
         };
         let mut raw = std::ptr::null_mut();
         // SAFETY: config and raw are valid for the call.
@@ -439,11 +441,41 @@ pub fn observe<T>(
     expect: Expectation,
     body: impl FnOnce() -> T,
 ) -> Result<(T, Trace), ObserverError> {
-    let mut installed = Installed::begin(expect)?;
+    observe_with(expect, false, body)
+}
+
+/// [`observe`] with a stack for every top-level op (slower): for finding the
+/// line where a step broke ([`last_call_site`]).
+pub fn observe_every_line<T>(
+    expect: Expectation,
+    body: impl FnOnce() -> T,
+) -> Result<(T, Trace), ObserverError> {
+    observe_with(expect, true, body)
+}
+
+fn observe_with<T>(
+    expect: Expectation,
+    stack_every_op: bool,
+    body: impl FnOnce() -> T,
+) -> Result<(T, Trace), ObserverError> {
+    let mut installed = Installed::begin(expect, stack_every_op)?;
     let value = body();
     installed.end()?;
     let trace = installed.read()?;
     Ok((value, trace))
+}
+
+/// Where a step that returned an error broke: the user's line of the last op
+/// the step's own thread started (libtorch records an op before running it,
+/// so the op that threw is the last one), with the tch call made there.
+pub fn last_call_site(trace: &Trace) -> Option<sites::CallSite> {
+    trace
+        .records
+        .iter()
+        .rev()
+        .filter(|r| r.thread == 0 && r.parent.is_none() && !r.frames.is_empty())
+        .map(|r| sites::call_site(trace.frames_of(r)))
+        .find(|call| call.site.is_some())
 }
 
 /// c10's `ScalarType` code of a dtype (tch keeps its own private).

@@ -347,8 +347,27 @@ pub fn repository_relative(path: &str) -> String {
     relative
 }
 
+/// `a/b/../c` → `a/c`, `./a` → `a`, without asking the file system: what
+/// `include!("../src/main.rs")` and `#[path = …]` leave in debug info.
+fn lexically_normal(path: &Path) -> PathBuf {
+    let mut normal = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir
+                if matches!(normal.components().next_back(), Some(Component::Normal(_))) =>
+            {
+                normal.pop();
+            }
+            other => normal.push(other.as_os_str()),
+        }
+    }
+    normal
+}
+
 fn relative_to(path: &Path, root: &Path, build_root: Option<&Path>) -> String {
     let text = |p: &Path| p.to_string_lossy().replace('\\', "/");
+    let path = &lexically_normal(path);
     if !path.is_absolute() {
         return text(path).trim_start_matches("./").to_owned();
     }
@@ -571,6 +590,19 @@ mod tests {
                 None
             ),
             "../devcheck/harness/src/cases/cnn.rs"
+        );
+        // A binary crate's source reached from a test with include!/#[path].
+        assert_eq!(
+            relative_to(
+                Path::new("/home/u/project/tests/../src/main.rs"),
+                root,
+                None
+            ),
+            "src/main.rs"
+        );
+        assert_eq!(
+            relative_to(Path::new("tests/../src/./main.rs"), root, None),
+            "src/main.rs"
         );
         // Built elsewhere: the bundle's build root, or the end that exists here.
         assert_eq!(
