@@ -98,6 +98,8 @@ enum {
   DC_OP_MISPLACED_ARG = 2,   // a tensor argument on another device, or in another floating dtype
   DC_OP_NO_OUTPUT_SIZE = 4,  // repeat_interleave without output_size (reads the repeats on the host)
   DC_OP_HISTC_SYNCS = 8,     // histc with min == max (reads the range on the host)
+  DC_OP_NON_BLOCKING = 16,   // copy_ asked to be non-blocking
+  DC_OP_PINNED_SOURCE = 32,  // copy_ from pinned host memory to a device
 };
 
 // One op, in the order ops started. Indexes refer to the tables of the view.

@@ -68,6 +68,7 @@ enum : uint8_t {
   kConversion = 4,
   kRepeatInterleave = 8,
   kHistc = 16,
+  kCopy = 32,
 };
 
 uint8_t classify(const std::string& name) {
@@ -93,6 +94,7 @@ uint8_t classify(const std::string& name) {
   bits |= conversions.count(name) != 0 ? kConversion : 0;
   bits |= name == "aten::repeat_interleave" ? kRepeatInterleave : 0;
   bits |= name == "aten::histc" ? kHistc : 0;
+  bits |= name == "aten::copy_" ? kCopy : 0;
   return bits;
 }
 
@@ -164,6 +166,19 @@ class Session : public c10::DebugInfoBase {
       }
       if ((kind & kRepeatInterleave) != 0 && !inputs.empty() && inputs.back().isNone()) {
         record.flags |= DC_OP_NO_OUTPUT_SIZE;
+      }
+      // A copy to a device waits for the device unless it is non-blocking and
+      // (on CUDA) from pinned memory.
+      if ((kind & kCopy) != 0 && inputs.size() >= 3 && inputs[0].isTensor() && inputs[1].isTensor()) {
+        if (inputs[2].isBool() && inputs[2].toBool()) {
+          record.flags |= DC_OP_NON_BLOCKING;
+        }
+        const auto& source = inputs[1].toTensor();
+        const auto& target = inputs[0].toTensor();
+        if (source.defined() && target.defined() && source.device().is_cpu() &&
+            !target.device().is_cpu() && source.is_pinned()) {
+          record.flags |= DC_OP_PINNED_SOURCE;
+        }
       }
       if ((kind & kHistc) != 0 && inputs.size() >= 4 && inputs[2].isScalar() &&
           inputs[3].isScalar() && inputs[2].toScalar().toDouble() == inputs[3].toScalar().toDouble()) {

@@ -180,6 +180,7 @@ pub struct Case {
     pub(crate) fault: Option<Fault>,
     pub(crate) batch_multiplier: i64,
     pub(crate) time_limit: Option<Duration>,
+    pub(crate) host_batches: bool,
 }
 
 impl Case {
@@ -207,6 +208,7 @@ impl Case {
             fault: None,
             batch_multiplier: 1,
             time_limit: None,
+            host_batches: false,
         }
     }
 
@@ -285,6 +287,17 @@ impl Case {
     /// Optimizer steps compared by the tolerance check (default 3).
     pub fn tolerance_steps(mut self, steps: usize) -> Self {
         self.tolerance_steps = steps.max(1);
+        self
+    }
+
+    /// Hands the step its batch on the CPU, as a data loader does, instead of
+    /// already on the device: the step moves it itself (`x.to_device(device)`),
+    /// and that copy is judged like any other host-to-device copy. On an
+    /// accelerator a blocking copy (tch's `to_device`, or from memory that is
+    /// not pinned) fails placement: every step waits for it. Floating tensors
+    /// still come in the case's dtype.
+    pub fn host_batches(mut self) -> Self {
+        self.host_batches = true;
         self
     }
 

@@ -45,9 +45,9 @@ pub struct TrialRecord {
     pub metrics: serde_json::Value,
     /// Wall time of the trial.
     pub duration_ms: f64,
-    /// Passed by measuring alone, with nothing to compare (tolerance on the CPU).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub measured_only: bool,
+    /// What a pass does not prove (nothing compared; unstable figures).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caveat: Option<crate::checks::Caveat>,
 }
 
 /// Where and on what the matrix ran.
@@ -181,7 +181,7 @@ mod tests {
             },
             metrics: serde_json::Value::Null,
             duration_ms: 1.0,
-            measured_only: false,
+            caveat: None,
         }
     }
 

@@ -252,7 +252,7 @@ fn record(
         message,
         metrics,
         duration_ms,
-        measured_only: false,
+        caveat: None,
     }
 }
 
@@ -336,10 +336,10 @@ fn execute(state: &CaseState, check: Check, device: DeviceSpec) -> TrialRecord {
     let result = crate::cause::quietly(|| crate::checks::run(check, state, device));
     // A step that breaks only at a batch multiplier says so, once for the case.
     let scaled = |cause: String| state.diagnose_scaling(device, &cause).unwrap_or(cause);
-    let mut measured_only = false;
+    let mut caveat = None;
     let (outcome, message, metrics) = match result {
         Ok(Ok(verdict)) => {
-            measured_only = verdict.measured_only;
+            caveat = verdict.caveat;
             (
                 if verdict.passed {
                     Outcome::Passed
@@ -366,7 +366,7 @@ fn execute(state: &CaseState, check: Check, device: DeviceSpec) -> TrialRecord {
         Err(panic) => (Outcome::Failed, scaled(panic), json!({})),
     };
     TrialRecord {
-        measured_only,
+        caveat,
         ..record(
             case,
             check,

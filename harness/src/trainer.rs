@@ -140,7 +140,25 @@ impl<'c> Trainer<'c> {
                 .wrapping_add(step as i64),
         );
         let batch = self.case.make_batch(step)?;
-        Ok(batch.to(self.device.to_tch(), self.kind)?)
+        let device = if self.case.host_batches {
+            tch::Device::Cpu
+        } else {
+            self.device.to_tch()
+        };
+        Ok(batch.to(device, self.kind)?)
+    }
+
+    /// The storages of a batch handed to the step on the host
+    /// (`Case::host_batches`), for the op observer's analysis; none otherwise.
+    pub fn host_batch_storages(&self, batch: &Batch) -> Vec<usize> {
+        if !self.case.host_batches {
+            return Vec::new();
+        }
+        batch
+            .tensors
+            .iter()
+            .map(|(_, t)| t.data_ptr() as usize)
+            .collect()
     }
 
     /// One training step on a batch.

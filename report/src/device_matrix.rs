@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 
-use crate::report::{Machine, Outcome, Report, Trial, CHECKS};
+use crate::report::{Caveat, Machine, Outcome, Report, Trial, CHECKS};
 
 /// The matrix of one report.
 #[derive(Debug)]
@@ -206,12 +206,17 @@ impl<'a> DeviceMatrix<'a> {
         }
     }
 
-    /// Whether a cell of the table is ○.
-    pub fn shows_measured_only(&self) -> bool {
-        self.rows
-            .iter()
-            .flat_map(|r| r.cells)
-            .any(|cell| mark(cell) == MEASURED_ONLY)
+    /// The caveats the table shows a mark for, in legend order.
+    pub fn caveats_shown(&self) -> Vec<Caveat> {
+        Caveat::ALL
+            .into_iter()
+            .filter(|caveat| {
+                self.rows
+                    .iter()
+                    .flat_map(|r| r.cells)
+                    .any(|cell| mark(cell) == caveat.mark())
+            })
+            .collect()
     }
 
     /// The compact terminal table: ✓ passed, ✗ failed, ○ measured only, – not run.
@@ -248,8 +253,8 @@ impl<'a> DeviceMatrix<'a> {
             out.truncate(out.trim_end().len());
             out.push('\n');
         }
-        if self.shows_measured_only() {
-            let _ = writeln!(out, "{MEASURED_ONLY_LEGEND}");
+        for caveat in self.caveats_shown() {
+            let _ = writeln!(out, "{}", caveat.legend());
         }
         for NotRun { device, reason } in &self.not_run {
             let _ = writeln!(out, "{device} not run: {reason}");
@@ -274,22 +279,15 @@ impl<'a> DeviceMatrix<'a> {
     }
 }
 
-/// ✓, ✗, ○ (passed by measuring alone) or –.
+/// ✓, ✗, a caveat's mark (○, ?) or –.
 pub fn mark(cell: Option<&Trial>) -> &'static str {
-    match cell.map(|t| (t.outcome, t.measured_only)) {
-        Some((Outcome::Passed, false)) => "✓",
-        Some((Outcome::Passed, true)) => MEASURED_ONLY,
+    match cell.map(|t| (t.outcome, t.caveat)) {
+        Some((Outcome::Passed, None)) => "✓",
+        Some((Outcome::Passed, Some(caveat))) => caveat.mark(),
         Some((Outcome::Failed, _)) => "✗",
         _ => "–",
     }
 }
-
-/// The mark of a trial that passed by measuring alone.
-pub const MEASURED_ONLY: &str = "○";
-
-/// What ○ means, said under a table that shows one.
-pub const MEASURED_ONLY_LEGEND: &str = "○ measured, nothing compared: tolerance on the CPU is the \
-     baseline itself (float32 against float64); run on an accelerator (cuda, mps) to compare one";
 
 /// `linux/x86_64, torch 2.11.0, commit 00ee538`.
 pub fn describe(machine: &Machine) -> String {
@@ -326,7 +324,7 @@ mod tests {
             outcome,
             message: message.into(),
             metrics: json!({}),
-            measured_only: false,
+            caveat: None,
             machine: None,
             rest: Map::new(),
         }
@@ -365,7 +363,7 @@ mod tests {
     #[test]
     fn a_trial_that_compared_nothing_is_marked_and_explained() {
         let mut measured = trial("cnn", "tolerance", "cpu", Outcome::Passed, "baseline");
-        measured.measured_only = true;
+        measured.caveat = Some(Caveat::MeasuredOnly);
         let report = single(
             "box",
             vec![
@@ -379,11 +377,11 @@ mod tests {
             lines[1],
             "cnn   cpu     ✓          ○          –          –       –         –"
         );
-        assert_eq!(lines[2], MEASURED_ONLY_LEGEND);
+        assert_eq!(lines[2], Caveat::MeasuredOnly.legend());
         assert_eq!(lines[3], "2 passed, 0 failed, 0 not run");
         let summary = crate::summary::render(crate::summary::SummaryFormat::Markdown, &report);
         assert!(summary.contains("| cnn | cpu | ✓ | ○ |"), "{summary}");
-        assert!(summary.contains(MEASURED_ONLY_LEGEND), "{summary}");
+        assert!(summary.contains(Caveat::MeasuredOnly.legend()), "{summary}");
     }
 
     #[test]

@@ -429,7 +429,7 @@ mod tests {
             outcome,
             message: String::new(),
             metrics: json!({}),
-            measured_only: false,
+            caveat: None,
             machine: None,
             rest: Map::new(),
         }

@@ -36,6 +36,45 @@ pub enum Outcome {
     Ignored,
 }
 
+/// What a passed trial does not prove, shown beside its ✓.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Caveat {
+    /// Measured, with nothing to compare on that machine: tolerance on the CPU,
+    /// which is the baseline itself.
+    MeasuredOnly,
+    /// Measured, but the figures spread wider than their median (timing on a busy machine).
+    Unstable,
+}
+
+impl Caveat {
+    /// Every caveat, in the order legends list them.
+    pub const ALL: [Caveat; 2] = [Caveat::MeasuredOnly, Caveat::Unstable];
+
+    /// The table's mark for a passed trial with this caveat.
+    pub fn mark(self) -> &'static str {
+        match self {
+            Caveat::MeasuredOnly => "○",
+            Caveat::Unstable => "?",
+        }
+    }
+
+    /// What the mark means, said under a table that shows it.
+    pub fn legend(self) -> &'static str {
+        match self {
+            Caveat::MeasuredOnly => {
+                "○ measured, nothing compared: tolerance on the CPU is the baseline itself \
+                 (float32 against float64); run on an accelerator (cuda, mps) to compare one"
+            }
+            Caveat::Unstable => {
+                "? measured, but unstable: the step times spread wider than their median (a busy \
+                 machine, or a step whose time varies); rerun the timing trials alone \
+                 (`--filter ::timing::`) before trusting the figure"
+            }
+        }
+    }
+}
+
 /// How a run was cut short (the harness writes `{"by", "in_flight"}`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Interruption {
@@ -168,10 +207,9 @@ pub struct Trial {
     /// The check's figures.
     #[serde(default)]
     pub metrics: Value,
-    /// Passed by measuring alone, with nothing to compare on that machine
-    /// (tolerance on the CPU, which is the baseline itself).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub measured_only: bool,
+    /// What a pass does not say: nothing was compared, or the figures are unstable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caveat: Option<Caveat>,
     /// The machine it ran on, in a merged report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<String>,

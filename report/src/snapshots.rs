@@ -146,7 +146,9 @@ mod tests {
         );
         found[0].accept().unwrap();
         found[1].reject().unwrap();
-        assert!(pending(std::slice::from_ref(&snapshots)).unwrap().is_empty());
+        assert!(pending(std::slice::from_ref(&snapshots))
+            .unwrap()
+            .is_empty());
         assert!(snapshots.join("readbacks__gpt.snap").is_file());
         assert!(
             std::fs::read_to_string(snapshots.join("readbacks__net.snap"))

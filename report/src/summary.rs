@@ -105,8 +105,8 @@ pub fn markdown(report: &Report) -> String {
             );
         }
         out.push('\n');
-        if matrix.shows_measured_only() {
-            let _ = writeln!(out, "{}\n", crate::device_matrix::MEASURED_ONLY_LEGEND);
+        for caveat in matrix.caveats_shown() {
+            let _ = writeln!(out, "{}\n", caveat.legend());
         }
     }
 
@@ -243,7 +243,7 @@ mod tests {
             outcome,
             message: message.into(),
             metrics,
-            measured_only: false,
+            caveat: None,
             machine: None,
             rest: Map::new(),
         }

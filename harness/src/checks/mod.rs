@@ -15,6 +15,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+pub use devcheck_report::report::Caveat;
+
 use crate::device::DeviceSpec;
 use crate::error::TrialError;
 use state::CaseState;
@@ -92,8 +94,8 @@ pub struct Verdict {
     pub message: String,
     /// Figures for the report.
     pub metrics: serde_json::Value,
-    /// Passed by measuring alone: nothing on this device to compare (tolerance on the CPU).
-    pub measured_only: bool,
+    /// What a pass does not prove (nothing compared; unstable figures).
+    pub caveat: Option<Caveat>,
 }
 
 impl Verdict {
@@ -103,15 +105,20 @@ impl Verdict {
             passed: true,
             message: message.into(),
             metrics,
-            measured_only: false,
+            caveat: None,
         }
     }
 
     /// A passing verdict that measured without comparing anything.
     pub fn measured(message: impl Into<String>, metrics: serde_json::Value) -> Self {
+        Self::pass(message, metrics).with_caveat(Caveat::MeasuredOnly)
+    }
+
+    /// The same verdict with a caveat.
+    pub fn with_caveat(self, caveat: Caveat) -> Self {
         Self {
-            measured_only: true,
-            ..Self::pass(message, metrics)
+            caveat: Some(caveat),
+            ..self
         }
     }
 
@@ -121,7 +128,7 @@ impl Verdict {
             passed: false,
             message: message.into(),
             metrics,
-            measured_only: false,
+            caveat: None,
         }
     }
 }

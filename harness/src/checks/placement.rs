@@ -14,7 +14,7 @@ use super::Verdict;
 use crate::case::{is_floating, kind_name, Case};
 use crate::device::DeviceSpec;
 use crate::error::TrialError;
-use crate::observer::findings::{by_site, Analysis};
+use crate::observer::findings::{by_site, Analysis, PlacementFinding};
 use crate::observer::{self, Expectation};
 use crate::trainer::Trainer;
 
@@ -30,28 +30,42 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
     };
     let (output, trace) = observer::observe(expect, || trainer.step(&batch))?;
     let output = output?;
-    let analysis = Analysis::new(&trace, expect);
+    let analysis =
+        Analysis::new(&trace, expect).with_host_batch(trainer.host_batch_storages(&batch));
     let fallen_back: Vec<usize> = analysis.fallbacks().into_iter().map(|f| f.0).collect();
     let findings = analysis.placement(&fallen_back);
-    let observed: Vec<String> = by_site(&findings, |f| (f.call().site.clone(), f.describe(expect)))
-        .into_iter()
-        .map(|(site, what, count)| {
-            let at = site.map_or_else(|| "(no user frame)".to_owned(), |s| s.to_string());
-            let times = if count > 1 {
-                format!(" (×{count})")
-            } else {
-                String::new()
-            };
-            format!("{at}: {what}{times}")
-        })
-        .collect();
+    // A batch upload that does not wait is what a data loader should do: seen, not failed.
+    let (uploads, findings): (Vec<_>, Vec<_>) = findings.into_iter().partition(|f| {
+        matches!(
+            f,
+            PlacementFinding::BatchUpload { blocking, .. } if *blocking != Some(true)
+        )
+    });
+    let located = |findings: &[PlacementFinding]| -> Vec<String> {
+        by_site(findings, |f| (f.call().site.clone(), f.describe(expect)))
+            .into_iter()
+            .map(|(site, what, count)| {
+                let at = site.map_or_else(|| "(no user frame)".to_owned(), |s| s.to_string());
+                let times = if count > 1 {
+                    format!(" (×{count})")
+                } else {
+                    String::new()
+                };
+                format!("{at}: {what}{times}")
+            })
+            .collect()
+    };
+    let observed = located(&findings);
+    let batch_uploads = located(&uploads);
 
     let tensors = trainer.tensors(&batch, &output);
     let expected_device = device.to_tch();
     let mut offenders = Vec::new();
     for (name, role, tensor) in &tensors {
         let kind = tensor.kind();
-        let wrong_device = tensor.device() != expected_device;
+        // A batch handed over on the host stays there; the step's copy is judged above.
+        let host_input = case.host_batches && matches!(role, crate::trainer::Role::Input);
+        let wrong_device = tensor.device() != expected_device && !host_input;
         let wrong_kind = is_floating(kind) && kind != case.kind();
         if wrong_device || wrong_kind {
             let found = DeviceSpec::from_tch(tensor.device())
@@ -83,6 +97,7 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
         "shapes": shapes,
         "offenders": offenders,
         "observed": observed,
+        "batch_uploads": batch_uploads,
     });
     let problems: Vec<&String> = observed.iter().chain(&offenders).collect();
     Ok(match problems.first() {
@@ -93,11 +108,104 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
         ),
         None => Verdict::pass(
             format!(
-                "every op of the step and all {} tensors after it on {device} as {}",
+                "every op of the step and all {} tensors after it on {device} as {}{}",
                 tensors.len(),
-                kind_name(case.kind())
+                kind_name(case.kind()),
+                batch_uploads
+                    .first()
+                    .map_or_else(String::new, |first| format!("; {first}"))
             ),
             metrics,
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::case::{Batch, Model, StepOutput};
+    use crate::checks::timing::TimingBudget;
+    use tch::nn::{self, Module};
+    use tch::{Device, Kind, TchError, Tensor};
+
+    /// A step that moves the loader's batch itself, as tch's examples do.
+    struct MovesItsBatch {
+        fc: nn::Linear,
+        device: Device,
+        moves: bool,
+    }
+
+    impl Model for MovesItsBatch {
+        fn step(&mut self, batch: &Batch) -> Result<StepOutput, TchError> {
+            let x = if self.moves {
+                batch.get("x").to_device(self.device)
+            } else {
+                batch.get("x").shallow_clone()
+            };
+            let out = self.fc.forward(&x);
+            let loss = out.f_mean(None)?;
+            Ok(StepOutput {
+                outputs: vec![("out".into(), out)],
+                loss,
+            })
+        }
+    }
+
+    fn case(moves: bool) -> Case {
+        Case::new(
+            if moves { "moves" } else { "forgets" },
+            move |vs| {
+                Ok(Box::new(MovesItsBatch {
+                    fc: nn::linear(vs.root() / "fc", 4, 2, Default::default()),
+                    device: vs.device(),
+                    moves,
+                }) as Box<dyn Model>)
+            },
+            |_step| {
+                Ok(Batch::new([(
+                    "x",
+                    Tensor::randn([8, 4], (Kind::Double, Device::Cpu)),
+                )]))
+            },
+        )
+        .host_batches()
+    }
+
+    #[test]
+    fn a_batch_handed_over_on_the_host_is_seen_where_the_step_moves_it() {
+        let line = 1 + include_str!("placement.rs")
+            .lines()
+            .position(|l| l.contains("batch.get(\"x\").to_device(self.device)"))
+            .unwrap();
+        let moves = case(true);
+        let state = CaseState::new(moves.clone(), None, TimingBudget::default());
+        let verdict = run(&moves, DeviceSpec::Cpu, &state).unwrap();
+        assert!(verdict.passed, "{}", verdict.message);
+        let uploads = verdict.metrics["batch_uploads"].as_array().unwrap();
+        assert_eq!(uploads.len(), 1, "{}", verdict.metrics);
+        let upload = uploads[0].as_str().unwrap();
+        assert!(
+            upload.starts_with(&format!("harness/src/checks/placement.rs:{line}:")),
+            "{upload}"
+        );
+        assert!(
+            // tch's to_device may be inlined into its `to` frame.
+            upload.contains("the batch's [8, 4] tensor is moved to the device with `Tensor::to"),
+            "{upload}"
+        );
+        assert!(verdict.message.contains(upload), "{}", verdict.message);
+
+        // Forgetting the move is what an accelerator refuses.
+        let forgets = case(false);
+        let state = CaseState::new(forgets.clone(), None, TimingBudget::default());
+        let verdict = run(&forgets, DeviceSpec::Cpu, &state).unwrap();
+        assert!(!verdict.passed);
+        assert!(
+            verdict
+                .message
+                .contains("on an accelerator it stays on the CPU"),
+            "{}",
+            verdict.message
+        );
+    }
 }

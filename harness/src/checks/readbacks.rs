@@ -131,13 +131,16 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
         let (result, trace) = observed?;
         result?;
         witnessed.extend(caught);
-        let analysis = Analysis::new(&trace, expect);
+        let analysis =
+            Analysis::new(&trace, expect).with_host_batch(trainer.host_batch_storages(&batch));
         let fallen_back: BTreeSet<usize> = analysis.fallbacks().into_iter().map(|f| f.0).collect();
         if sync_debug {
             let tops: Vec<usize> = fallen_back.iter().copied().collect();
             for finding in analysis.placement(&tops) {
-                if let (PlacementFinding::HostToDevice { .. }, Some(site)) =
-                    (&finding, finding.call().site.as_ref())
+                if let (
+                    PlacementFinding::HostToDevice { .. } | PlacementFinding::BatchUpload { .. },
+                    Some(site),
+                ) = (&finding, finding.call().site.as_ref())
                 {
                     copies_in.insert(format!("{}:{}", site.file, site.line));
                 }

@@ -3,8 +3,8 @@
 //! and after), plus device-event time where the device has events. Repeats
 //! adapt like torch.utils.benchmark's adaptive_autorange: measure until the
 //! spread is small or the time budget is spent. Fails only when the
-//! measurement itself cannot be trusted (broken, or a spread larger than its
-//! median after a second round), never because a step is slow.
+//! measurement itself is broken, never because a step is slow; a spread
+//! larger than its median after a second round is flagged unstable (`?`).
 
 use std::time::{Duration, Instant};
 
@@ -119,21 +119,6 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
             metrics,
         ));
     }
-    if unstable(&honest_s) {
-        return Ok(Verdict::fail(
-            format!(
-                "timing is unstable: the synchronized step took {:.3} ms (median) with an IQR of \
-                 {:.3} ms over {} steps, after {} warm-up steps; the machine was busy or the \
-                 step's time varies from step to step: run the timing trials alone \
-                 (`--filter ::timing::`) or give them longer (`--timing-ms`)",
-                honest_s.median_ms,
-                honest_s.iqr_ms,
-                honest.len(),
-                budget.warmup_steps as usize + discarded,
-            ),
-            metrics,
-        ));
-    }
     let mut message = format!(
         "the host finished queueing in {:.3} ms, the step took {:.3} ms synchronized (×{ratio:.1}; IQR {:.3} ms, {} steps)",
         naive_s.median_ms,
@@ -147,6 +132,16 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
             d.median_ms,
             honest_s.median_ms / d.median_ms
         ));
+    }
+    if unstable(&honest_s) {
+        // Flagged, not failed: on a busy CI machine a sound step can measure like this.
+        message.push_str(&format!(
+            "; unstable: the IQR is above the median after {} warm-up steps (the machine was \
+             busy, or the step's time varies from step to step): run the timing trials alone \
+             (`--filter ::timing::`) or give them longer (`--timing-ms`) before trusting it",
+            budget.warmup_steps as usize + discarded,
+        ));
+        return Ok(Verdict::pass(message, metrics).with_caveat(super::Caveat::Unstable));
     }
     Ok(Verdict::pass(message, metrics))
 }
@@ -256,7 +251,7 @@ mod tests {
         assert_eq!(even.iqr_ms, 1.5);
     }
 
-    /// A step whose time alternates between 1 ms and 25 ms: no single step time.
+    /// A step that takes 1 ms or 30 ms: no single step time.
     struct Erratic {
         fc: tch::nn::Linear,
         calls: u64,
@@ -269,7 +264,8 @@ mod tests {
         ) -> Result<crate::case::StepOutput, tch::TchError> {
             use tch::nn::Module;
             self.calls += 1;
-            let pause = if self.calls.is_multiple_of(2) { 25 } else { 1 };
+            // Two steps in five take 30 ms: the median is 1 ms, the IQR about 29 ms.
+            let pause = if self.calls % 5 < 2 { 30 } else { 1 };
             std::thread::sleep(Duration::from_millis(pause));
             let out = self.fc.forward(batch.get("x"));
             let loss = out.f_mean(None)?;
@@ -281,8 +277,8 @@ mod tests {
     }
 
     #[test]
-    fn a_spread_wider_than_the_median_fails_after_a_second_round() {
-        assert!(unstable(&spread(&[1.0, 1.0, 25.0, 25.0])));
+    fn a_spread_wider_than_the_median_is_flagged_after_a_second_round() {
+        assert!(unstable(&spread(&[1.0, 1.0, 1.0, 30.0, 30.0])));
         assert!(!unstable(&spread(&[4.0, 5.0, 5.0, 6.0])));
         let case = Case::new(
             "erratic",
@@ -305,11 +301,12 @@ mod tests {
         };
         let state = CaseState::new(case.clone(), None, budget);
         let verdict = run(&case, DeviceSpec::Cpu, &state).unwrap();
-        assert!(!verdict.passed, "{}", verdict.message);
+        assert!(verdict.passed, "{}", verdict.message);
+        assert_eq!(verdict.caveat, Some(super::super::Caveat::Unstable));
         assert!(
             verdict
                 .message
-                .starts_with("timing is unstable: the synchronized step took "),
+                .contains("; unstable: the IQR is above the median after "),
             "{}",
             verdict.message
         );

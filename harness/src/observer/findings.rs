@@ -12,7 +12,10 @@ use std::collections::HashSet;
 use serde::Serialize;
 
 use super::sites::{self, CallSite, Site};
-use super::{ArgDevice, Expectation, OpRecord, TensorArg, Trace, HISTC_SYNCS, MISPLACED_ARG};
+use super::{
+    ArgDevice, Expectation, OpRecord, TensorArg, Trace, HISTC_SYNCS, MISPLACED_ARG, NON_BLOCKING,
+    PINNED_SOURCE,
+};
 
 /// How a host sync waits for the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -96,6 +99,19 @@ pub enum PlacementFinding {
         /// Where.
         call: CallSite,
     },
+    /// A batch handed over on the host (`Case::host_batches`) is moved to the
+    /// device by the step: a copy every step.
+    BatchUpload {
+        /// The op that moved it.
+        op: String,
+        /// The batch tensor's shape.
+        sizes: Vec<i64>,
+        /// On an accelerator: whether the copy waits (not non-blocking, or on
+        /// CUDA not from pinned memory). On the CPU nothing is copied: `None`.
+        blocking: Option<bool>,
+        /// Where.
+        call: CallSite,
+    },
     /// On the CPU: a tensor made from host data in the step meets the step's own
     /// tensors, which on an accelerator fails (or copies) as it stays on the CPU.
     HostTensor {
@@ -114,6 +130,7 @@ impl PlacementFinding {
         match self {
             PlacementFinding::Misplaced { call, .. }
             | PlacementFinding::HostToDevice { call, .. }
+            | PlacementFinding::BatchUpload { call, .. }
             | PlacementFinding::HostTensor { call, .. } => call,
         }
     }
@@ -154,6 +171,28 @@ impl PlacementFinding {
                     )
                 }
             }
+            PlacementFinding::BatchUpload {
+                op,
+                sizes,
+                blocking,
+                ..
+            } => match blocking {
+                Some(true) => format!(
+                    "the batch's {sizes:?} tensor is copied to {} with a copy that waits ({op}): \
+                     every step stalls on it; pin the loader's tensors (`Tensor::pin_memory`) \
+                     and copy them with `to_device_(device, kind, true, false)`",
+                    expect.device
+                ),
+                Some(false) => format!(
+                    "the batch's {sizes:?} tensor is copied to {} without waiting ({op})",
+                    expect.device
+                ),
+                None => format!(
+                    "the batch's {sizes:?} tensor is moved to the device with `{op}`: on an \
+                     accelerator a host-to-device copy every step, which waits unless the \
+                     tensor is pinned and the copy non-blocking"
+                ),
+            },
             PlacementFinding::HostTensor { op, sizes, .. } => format!(
                 "a {sizes:?} tensor made from host data in the step is used by {op} with the \
                  step's tensors: on an accelerator it stays on the CPU"
@@ -244,6 +283,8 @@ pub struct Analysis<'t> {
     trace: &'t Trace,
     expect: Expectation,
     calls: Vec<Option<CallSite>>,
+    /// Storages of the batch, when it was handed over on the host.
+    host_batch: HashSet<usize>,
 }
 
 impl<'t> Analysis<'t> {
@@ -263,7 +304,29 @@ impl<'t> Analysis<'t> {
             trace,
             expect,
             calls,
+            host_batch: HashSet::new(),
         }
+    }
+
+    /// Marks the storages of a batch handed to the step on the host: moving
+    /// them is a batch upload, not a copy of data made in the step.
+    pub fn with_host_batch(mut self, storages: impl IntoIterator<Item = usize>) -> Self {
+        self.host_batch = storages.into_iter().filter(|s| *s != 0).collect();
+        self
+    }
+
+    /// Whether any host-to-device copy inside the record `top` waits for the device.
+    fn copy_waits(&self, top: usize) -> bool {
+        let cuda = matches!(self.expect.device, crate::device::DeviceSpec::Cuda(_));
+        self.subtree(top).into_iter().any(|i| {
+            let record = self.record(i);
+            let args = self.args(i);
+            &*record.name == "aten::copy_"
+                && args.len() >= 2
+                && !args[0].device.is_cpu()
+                && args[1].device.is_cpu()
+                && (!record.has(NON_BLOCKING) || (cuda && !record.has(PINNED_SOURCE)))
+        })
     }
 
     fn record(&self, index: usize) -> &OpRecord {
@@ -314,6 +377,8 @@ impl<'t> Analysis<'t> {
         if self.on_accelerator() {
             return (made, moved);
         }
+        // A batch handed over on the host is host data until the step moves it.
+        made.extend(self.host_batch.iter().copied());
         for (index, record) in self.trace.records.iter().enumerate() {
             let Some(call) = &self.calls[index] else {
                 continue;
@@ -521,11 +586,24 @@ impl<'t> Analysis<'t> {
             };
             if let Some(source) = copied {
                 if copied_tops.insert(top) {
-                    findings.push(PlacementFinding::HostToDevice {
-                        op: self.record(top).name.to_string(),
-                        sizes: source.sizes.to_vec(),
-                        on_device: true,
-                        call: self.call_of(index),
+                    let call = self.call_of(index);
+                    findings.push(if self.host_batch.contains(&source.storage) {
+                        PlacementFinding::BatchUpload {
+                            op: call
+                                .api
+                                .clone()
+                                .unwrap_or_else(|| self.record(top).name.to_string()),
+                            sizes: source.sizes.to_vec(),
+                            blocking: Some(self.copy_waits(top)),
+                            call,
+                        }
+                    } else {
+                        PlacementFinding::HostToDevice {
+                            op: self.record(top).name.to_string(),
+                            sizes: source.sizes.to_vec(),
+                            on_device: true,
+                            call,
+                        }
                     });
                 }
                 continue;
@@ -534,8 +612,26 @@ impl<'t> Analysis<'t> {
                 // A move of host-made data on the CPU: would be a copy on an accelerator.
                 if !self.on_accelerator() && record.parent.is_none() && &*record.name == "aten::to"
                 {
-                    let moved = args.first().filter(|a| host_made.contains(&a.storage));
                     let call = self.calls[index].clone().unwrap_or_default();
+                    let batch = args
+                        .first()
+                        .filter(|a| self.host_batch.contains(&a.storage));
+                    if let Some(arg) = batch {
+                        if is_one_of(call.api.as_deref(), MOVES)
+                            && !self.is_literal_move_to_cpu(index)
+                        {
+                            // On an accelerator the copy is on the device from here on.
+                            host_made.remove(&arg.storage);
+                            findings.push(PlacementFinding::BatchUpload {
+                                op: call.api.clone().unwrap_or_else(|| record.name.to_string()),
+                                sizes: arg.sizes.to_vec(),
+                                blocking: None,
+                                call,
+                            });
+                        }
+                        continue;
+                    }
+                    let moved = args.first().filter(|a| host_made.contains(&a.storage));
                     if let Some(arg) = moved {
                         if is_one_of(call.api.as_deref(), MOVES)
                             && !self.is_literal_move_to_cpu(index)

@@ -95,6 +95,10 @@ pub const MISPLACED_ARG: u32 = 2;
 pub const NO_OUTPUT_SIZE: u32 = 4;
 /// Record flag: `histc` with min == max, which reads the range on the host.
 pub const HISTC_SYNCS: u32 = 8;
+/// Record flag: a `copy_` asked to be non-blocking.
+pub const NON_BLOCKING: u32 = 16;
+/// Record flag: a `copy_` from pinned host memory to a device.
+pub const PINNED_SOURCE: u32 = 32;
 
 /// Where a tensor argument lives, as the observer saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
