@@ -297,6 +297,66 @@ fn a_dangling_symlink_to_a_non_rust_file_is_not_an_input() {
     assert_eq!(run.code, Some(1));
 }
 
+/// Only `.rs` files (and the `Cargo.toml` files above them) are ever
+/// opened: what else sits in a source tree (a FIFO or a socket named like a
+/// script, a file nobody may read, a link to one) is not looked into, so it
+/// can neither block the walk nor turn into an error. Opening the FIFO for
+/// reading would block until a writer came, so the run has a deadline.
+#[cfg(target_os = "linux")]
+#[test]
+fn files_other_than_rust_sources_are_never_opened() {
+    use std::os::unix::fs::PermissionsExt;
+
+    let dir = dir_with_good_file();
+    let mkfifo = |name: &str| {
+        let status = Command::new("mkfifo")
+            .arg(dir.path().join(name))
+            .status()
+            .expect("mkfifo runs");
+        assert!(status.success(), "mkfifo {name}");
+    };
+    mkfifo("x.py");
+    std::fs::create_dir(dir.path().join("crate")).unwrap();
+    std::fs::write(dir.path().join("crate/lib.rs"), "pub fn f() {}\n").unwrap();
+    mkfifo("crate/Cargo.toml");
+    std::os::unix::fs::symlink("x.py", dir.path().join("pipe.sh")).unwrap();
+    let _socket = std::os::unix::net::UnixListener::bind(dir.path().join("sock.py")).unwrap();
+    std::os::unix::fs::symlink("/proc/self/mem", dir.path().join("weights.bin")).unwrap();
+    let secret = dir.path().join("secret.py");
+    std::fs::write(&secret, "print('hidden')\n").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o000)).unwrap();
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_devcheck-lint"))
+        .arg("--format")
+        .arg("json")
+        .arg(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().expect("waitable").is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().ok();
+            panic!(
+                "the lint blocked for a minute: it opened a FIFO it should not have looked into"
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().expect("finished");
+    let json: Value = serde_json::from_slice(&output.stdout).expect("JSON output");
+    let run = Run {
+        code: output.status.code(),
+        json,
+    };
+    run.assert_good_file_linted();
+    assert!(run.errors().is_empty(), "{:#?}", run.errors());
+    assert_eq!(run.count("files_scanned"), 2);
+    assert_eq!(run.code, Some(1));
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
 /// `chmod 000` stops only unprivileged users: root (as in CI containers)
 /// reads the file anyway. `/proc/self/mem` fails to read for everyone (the
 /// process's own address 0 is unmapped, so `read` returns EIO), so a link
