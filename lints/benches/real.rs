@@ -1,34 +1,44 @@
 //! The real-code benchmark: lints public repositories that use tch and
 //! compares the findings with the verdicts in `lints/bench/verdicts/`, one
-//! file per set (`dev.tsv` is what the lint was developed on, `holdout.tsv`
-//! what it was not tuned on). Prints precision and recall per repository
-//! and per set, at warning level and at note level, and lists every finding
-//! that has no verdict.
+//! file per set. `sets.toml` there says which sets are development sets
+//! (the lint is tuned on them) and which are held out (only measured); the
+//! two kinds are always summed and printed apart. Prints precision and
+//! recall per repository and per set, at warning level and at note level,
+//! a table per kind of set at warning level, and lists every finding that
+//! has no verdict.
 //!
-//! `cargo bench -p devcheck-lint --bench real -- DIR [--verdicts FILE ...]`
+//! `cargo bench -p devcheck-lint --bench real -- DIR [--verdicts FILE ...] [--sets KIND]`
 //!
 //! DIR holds the repositories, each in a directory named after the
 //! repository (`tch-rs` for `LaurentMazare/tch-rs`), directly or one level
 //! down (`DIR/dev/tch-rs`). Fetch them at the commits the verdict files
-//! name; in a git checkout the commit is checked. Exits 1 if a finding has
-//! no verdict, 2 on bad usage or an unreadable verdict file.
+//! name; in a git checkout the commit is checked. `--sets development` (or
+//! `held-out`) runs only the sets of that kind. Exits 1 if a finding has no
+//! verdict, 2 on bad usage, an unreadable verdict file or a set that
+//! `sets.toml` does not list.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use devcheck_lint::verdicts::{self, Counts, Verdict};
+use devcheck_lint::verdicts::{self, Counts, SetKind, SetKinds, Verdict};
 use devcheck_lint::{lint_paths, Config, Severity};
 
 fn main() -> ExitCode {
     let mut dir: Option<PathBuf> = None;
     let mut files: Vec<PathBuf> = Vec::new();
+    let mut only: Option<SetKind> = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--verdicts" => match args.next() {
                 Some(file) => files.push(PathBuf::from(file)),
                 None => return usage("--verdicts needs a file"),
+            },
+            "--sets" => match args.next().map(|kind| kind.parse::<SetKind>()) {
+                Some(Ok(kind)) => only = Some(kind),
+                Some(Err(problem)) => return usage(&format!("--sets: {problem}")),
+                None => return usage("--sets needs `development` or `held-out`"),
             },
             // cargo bench passes `--bench` to harness-less benches.
             flag if flag.starts_with("--") => {}
@@ -47,13 +57,32 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
 
+    let list = verdict_dir().join("sets.toml");
+    let kinds = match SetKinds::load(&list) {
+        Ok(kinds) => kinds,
+        Err(err) => {
+            eprintln!("{err}");
+            return ExitCode::from(2);
+        }
+    };
+    // Every set's kind is known before anything is linted.
+    let mut chosen: Vec<(&PathBuf, SetKind)> = Vec::new();
+    for file in &files {
+        match kinds.of_file(file, &list) {
+            Ok(kind) if only.is_none_or(|only| only == kind) => chosen.push((file, kind)),
+            Ok(_) => {}
+            Err(err) => {
+                eprintln!("{err}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+
     println!("devcheck-lint real-code benchmark over {}", dir.display());
     let mut unjudged_total = 0;
-    let mut sets: Vec<(String, Counts, Counts)> = Vec::new();
-    for file in &files {
-        let set = file
-            .file_stem()
-            .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    let mut sets: Vec<SetScore> = Vec::new();
+    for (file, kind) in chosen {
+        let set = verdicts::set_name(file);
         let verdicts = match verdicts::load(file) {
             Ok(v) => v,
             Err(err) => {
@@ -67,7 +96,7 @@ fn main() -> ExitCode {
         repositories.dedup();
         println!();
         println!(
-            "set `{set}` ({}): {} repositories",
+            "set `{set}` ({kind}, {}): {} repositories",
             file.display(),
             repositories.len()
         );
@@ -124,12 +153,19 @@ fn main() -> ExitCode {
         }
         println!("  set `{set}` warning level: {warning}");
         println!("  set `{set}` note level:    {note}");
-        sets.push((set, warning, note));
+        sets.push(SetScore {
+            name: set,
+            kind,
+            warning,
+            note,
+        });
     }
-    println!();
-    for (set, warning, note) in &sets {
-        println!("{set:>10}: warning level {warning}");
-        println!("{:>10}  note level    {note}", "");
+    for kind in SetKind::ALL {
+        let of_kind: Vec<&SetScore> = sets.iter().filter(|s| s.kind == kind).collect();
+        if !of_kind.is_empty() {
+            println!();
+            print_kind(kind, &of_kind);
+        }
     }
     if unjudged_total > 0 {
         println!("{unjudged_total} findings have no verdict: judge them in the verdict files");
@@ -138,9 +174,54 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// One set's counts.
+struct SetScore {
+    name: String,
+    kind: SetKind,
+    warning: Counts,
+    note: Counts,
+}
+
+/// The table of one kind of set at warning level, each set and all of them
+/// together, then the note level of all of them together.
+fn print_kind(kind: SetKind, sets: &[&SetScore]) {
+    let names: Vec<&str> = sets.iter().map(|s| s.name.as_str()).collect();
+    println!(
+        "{kind} sets ({}), warning level (warnings count as reported):",
+        names.join(", ")
+    );
+    println!(
+        "  {:<16} {:>9} {:>7} {:>5} {:>5} {:>7}",
+        "set", "precision", "recall", "TP", "FP", "misses"
+    );
+    let mut warning = Counts::default();
+    let mut note = Counts::default();
+    for set in sets {
+        print_row(&set.name, set.warning);
+        warning.add(set.warning);
+        note.add(set.note);
+    }
+    print_row(&format!("all {kind}"), warning);
+    println!("  note level, all {kind}: {note}");
+}
+
+fn print_row(label: &str, counts: Counts) {
+    let show = |v: Option<f64>| v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.3}"));
+    println!(
+        "  {label:<16} {:>9} {:>7} {:>5} {:>5} {:>7}",
+        show(counts.precision()),
+        show(counts.recall()),
+        counts.true_positives,
+        counts.false_positives,
+        counts.misses
+    );
+}
+
 fn usage(problem: &str) -> ExitCode {
     eprintln!("{problem}");
-    eprintln!("usage: cargo bench -p devcheck-lint --bench real -- DIR [--verdicts FILE ...]");
+    eprintln!(
+        "usage: cargo bench -p devcheck-lint --bench real -- DIR [--verdicts FILE ...] [--sets development|held-out]"
+    );
     ExitCode::from(2)
 }
 

@@ -13,6 +13,11 @@
 //! positive, and a `true` line without a warning is a miss. At note level,
 //! notes count as reported too. A finding on a line with no verdict is
 //! *unjudged*: it is listed, never silently counted.
+//!
+//! Sets are of two kinds ([`SetKind`]), listed once in
+//! `lints/bench/verdicts/sets.toml` ([`SetKinds`]): development sets, which
+//! the lint may be tuned on, and held-out sets, which are only measured.
+//! Their figures are always reported apart.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -71,6 +76,14 @@ pub enum VerdictError {
         /// 1-based line in it.
         line: usize,
         /// What is wrong and how the line should look.
+        message: String,
+    },
+    /// The list of sets and their kinds is not usable.
+    #[error("{path}: {message}")]
+    Sets {
+        /// The list (`sets.toml`).
+        path: PathBuf,
+        /// What is wrong with it.
         message: String,
     },
 }
@@ -171,6 +184,119 @@ pub fn load(path: &Path) -> Result<Vec<Verdict>, VerdictError> {
         source,
     })?;
     parse(&text, path)
+}
+
+/// Whether the lint may be tuned on a set of verdicts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SetKind {
+    /// The lint is developed and tuned on it.
+    Development,
+    /// Only measured: no change to the lint is made in response to it.
+    HeldOut,
+}
+
+impl SetKind {
+    /// The name used in `sets.toml` and in the benchmark's output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SetKind::Development => "development",
+            SetKind::HeldOut => "held-out",
+        }
+    }
+
+    /// Both kinds, development first.
+    pub const ALL: [SetKind; 2] = [SetKind::Development, SetKind::HeldOut];
+}
+
+impl fmt::Display for SetKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for SetKind {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<SetKind, String> {
+        SetKind::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == text)
+            .ok_or_else(|| format!("`{text}` is neither `development` nor `held-out`"))
+    }
+}
+
+/// The kind of every verdict set, by the set's name (its verdict file's
+/// name without `.tsv`): the one list that says which sets are held out.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SetKinds {
+    kinds: BTreeMap<String, SetKind>,
+}
+
+/// `sets.toml` as written.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SetsFile {
+    development: Vec<String>,
+    #[serde(rename = "held-out")]
+    held_out: Vec<String>,
+}
+
+impl SetKinds {
+    /// Parses `development = [..]` and `held-out = [..]`; a set may be in
+    /// only one of them.
+    pub fn parse(text: &str, path: &Path) -> Result<SetKinds, VerdictError> {
+        let error = |message: String| VerdictError::Sets {
+            path: path.to_owned(),
+            message,
+        };
+        let file: SetsFile = toml::from_str(text).map_err(|err| error(err.message().to_owned()))?;
+        let mut kinds = BTreeMap::new();
+        let listed = [
+            (SetKind::Development, file.development),
+            (SetKind::HeldOut, file.held_out),
+        ];
+        for (kind, sets) in listed {
+            for set in sets {
+                if let Some(before) = kinds.insert(set.clone(), kind) {
+                    return Err(error(format!(
+                        "set `{set}` is listed as both {before} and {kind}"
+                    )));
+                }
+            }
+        }
+        Ok(SetKinds { kinds })
+    }
+
+    /// Reads and parses a `sets.toml`.
+    pub fn load(path: &Path) -> Result<SetKinds, VerdictError> {
+        let text = std::fs::read_to_string(path).map_err(|source| VerdictError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        SetKinds::parse(&text, path)
+    }
+
+    /// The kind of the set whose verdicts are in `file`, by the file's
+    /// name; an error naming the list when the set is not in it.
+    pub fn of_file(&self, file: &Path, list: &Path) -> Result<SetKind, VerdictError> {
+        let set = set_name(file);
+        self.kinds
+            .get(&set)
+            .copied()
+            .ok_or_else(|| VerdictError::Sets {
+                path: list.to_owned(),
+                message: format!(
+                    "the set `{set}` ({}) is not listed: add it to `development` or `held-out`",
+                    file.display()
+                ),
+            })
+    }
+}
+
+/// A set's name: its verdict file's name without `.tsv`.
+pub fn set_name(file: &Path) -> String {
+    file.file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
 }
 
 /// A finding with no verdict.
@@ -365,6 +491,32 @@ mod tests {
             err.starts_with("v.tsv:1: the first line must be the header"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn set_kinds_come_from_one_list_and_unlisted_sets_are_errors() {
+        let list = Path::new("sets.toml");
+        let kinds = SetKinds::parse(
+            "development = [\"dev\", \"dev2\"]\nheld-out = [\"holdout2\"]\n",
+            list,
+        )
+        .unwrap();
+        let of = |file: &str| kinds.of_file(Path::new(file), list);
+        assert_eq!(of("verdicts/dev.tsv").unwrap(), SetKind::Development);
+        assert_eq!(of("/elsewhere/dev2.tsv").unwrap(), SetKind::Development);
+        assert_eq!(of("holdout2.tsv").unwrap(), SetKind::HeldOut);
+        assert_eq!(
+            of("holdout3.tsv").unwrap_err().to_string(),
+            "sets.toml: the set `holdout3` (holdout3.tsv) is not listed: add it to `development` or `held-out`"
+        );
+        let twice = SetKinds::parse("development = [\"a\"]\nheld-out = [\"a\"]\n", list);
+        assert_eq!(
+            twice.unwrap_err().to_string(),
+            "sets.toml: set `a` is listed as both development and held-out"
+        );
+        assert!(SetKinds::parse("development = []\n", list).is_err());
+        assert_eq!("held-out".parse::<SetKind>(), Ok(SetKind::HeldOut));
+        assert!("holdout".parse::<SetKind>().is_err());
     }
 
     #[test]

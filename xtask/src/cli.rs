@@ -84,6 +84,11 @@ pub enum Task {
         /// `lints/bench/verdicts/`) and print precision and recall.
         #[arg(long, value_name = "DIR", conflicts_with = "paths")]
         real: Option<PathBuf>,
+        /// With `--real`: only the sets of this kind, as
+        /// `lints/bench/verdicts/sets.toml` lists them (default: both,
+        /// printed apart).
+        #[arg(long, value_name = "KIND", requires = "real", value_parser = ["development", "held-out"])]
+        sets: Option<String>,
     },
     /// Time the built-in steps with and without the op observer, on every device here.
     ///

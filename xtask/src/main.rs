@@ -65,7 +65,7 @@ fn run(task: Task) -> Result<ExitCode> {
             )
         }
         Task::Test { args } => test(&args),
-        Task::BenchLint { paths, real } => {
+        Task::BenchLint { paths, real, sets } => {
             let mut command = cargo_command(&workspace_root(), None);
             let bench = if real.is_some() { "real" } else { "registry" };
             command.args([
@@ -77,9 +77,16 @@ fn run(task: Task) -> Result<ExitCode> {
                 "--",
             ]);
             match real {
-                Some(dir) => command.arg(dir),
-                None => command.args(paths),
-            };
+                Some(dir) => {
+                    command.arg(dir);
+                    if let Some(kind) = sets {
+                        command.args(["--sets", &kind]);
+                    }
+                }
+                None => {
+                    command.args(paths);
+                }
+            }
             status(&mut command)
         }
         Task::InstallHook { force } => {
