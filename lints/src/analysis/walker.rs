@@ -1114,6 +1114,34 @@ fn built_from(args: &[Val]) -> Place {
         .fold(Place::Device, Place::either)
 }
 
+/// tch's readers of tensor files (`Tensor::load`, `read_npy`, `read_npz`,
+/// `load_multi`, `read_safetensors`, ...), in their fallible `f_` forms
+/// too: what they read is host data until it is moved, unless a
+/// `_with_device` form names a device.
+fn is_tensor_reader(name: &str) -> bool {
+    let name = crate::rules::infallible_name(name);
+    name.starts_with("load") || name.starts_with("read_")
+}
+
+/// The readers among them that return named tensors, `Vec<(String, Tensor)>`.
+fn reads_named_tensors(name: &str) -> bool {
+    let name = crate::rules::infallible_name(name);
+    name.contains("multi") || matches!(name, "read_npz" | "read_safetensors")
+}
+
+/// tch's dataset and image loaders (`vision::mnist::load_dir`,
+/// `vision::image::load`, `imagenet::load_image_and_resize224`): what they
+/// load is host data until it is moved.
+fn is_dataset_loader(module: &str, name: &str) -> bool {
+    matches!(module, "mnist" | "cifar" | "imagenet" | "image") && name.starts_with("load")
+}
+
+/// A list of named tensors (`Vec<(String, Tensor)>`) whose tensors live at `place`.
+fn named_tensors(place: Place) -> Val {
+    let pair = TyKind::Tuple(vec![TyKind::Other, TyKind::Tensor]);
+    Val::Deferred(TypeRef::Written(TyKind::Collection(Box::new(pair))), place)
+}
+
 /// `Tensor::name(args)`: a tensor, on the CPU when built from host data,
 /// with CPU options, or from CPU tensors.
 fn tensor_constructor(name: &str, args: &[Val], first: Option<&Expr>) -> Val {
@@ -1129,13 +1157,8 @@ fn tensor_constructor(name: &str, args: &[Val], first: Option<&Expr>) -> Val {
             | "from_data_size"
             | "f_of_slice"
             | "f_from_slice2"
-            | "read_npy"
-            | "read_npz"
-            | "load"
-            | "load_multi"
-            | "read_safetensors"
             | "scalar_tensor"
-    );
+    ) || (is_tensor_reader(name) && !name.ends_with("_with_device"));
     let empty_shape = matches!(
         first,
         Some(Expr::Array(a)) if a.elems.is_empty()
@@ -1161,6 +1184,9 @@ fn tensor_constructor(name: &str, args: &[Val], first: Option<&Expr>) -> Val {
                 .fold(Place::Device, Place::either)
         }
     };
+    if is_tensor_reader(name) && reads_named_tensors(name) {
+        return named_tensors(place);
+    }
     // `Tensor::from(self.gamma)`: 0-dim if the field is a number, which
     // only the crate pass can tell.
     let zero_dim_if = match args.first() {

@@ -113,6 +113,13 @@ impl Walker<'_> {
         let qualifier = (segments.len() >= 2).then(|| segments[segments.len() - 2].as_str());
         match qualifier {
             Some("Tensor") => tensor_constructor(&name, &args, c.args.first()),
+            Some(module) if self.mentions_tch && is_dataset_loader(module, &name) => Val::Deferred(
+                TypeRef::Return {
+                    owner: None,
+                    name: name.clone(),
+                },
+                Place::Cpu,
+            ),
             Some("Device") => Val::Device(Place::Device),
             // tch's mini-batch iterator over (inputs, targets).
             Some("Iter2") if name == "new" => {
