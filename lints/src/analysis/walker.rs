@@ -716,12 +716,17 @@ impl<'a> Walker<'a> {
                 let owner = self
                     .variant_name(&s.path)
                     .or_else(|| s.path.segments.last().map(|s| s.ident.to_string()));
+                // Each field lives where the value does.
+                let place = value.place().unwrap_or_default();
                 for field in &s.fields {
                     let part = match (&owner, &field.member) {
-                        (Some(owner), Member::Named(name)) => Val::deferred(TypeRef::Field {
-                            base: Box::new(TypeRef::Named(owner.clone())),
-                            field: name.to_string(),
-                        }),
+                        (Some(owner), Member::Named(name)) => Val::Deferred(
+                            TypeRef::Field {
+                                base: Box::new(TypeRef::Named(owner.clone())),
+                                field: name.to_string(),
+                            },
+                            place.clone(),
+                        ),
                         _ => Val::Unknown,
                     };
                     self.bind_pat(&field.pat, part);
@@ -1221,6 +1226,17 @@ fn field_val(base: Val, member: &Member) -> Val {
                 field,
             },
             place,
+        ),
+        // A tensor has no fields: the value was taken for one because a
+        // tch method name returned it (`model.forward_t(..)` of a crate
+        // model returning a struct of outputs). Its field lives where the
+        // value does; the crate pass finds its type by the field's name.
+        Val::Tensor(facts) => Val::Deferred(
+            TypeRef::Field {
+                base: Box::new(TypeRef::Unknown),
+                field,
+            },
+            facts.place,
         ),
         Val::Unknown => Val::deferred(TypeRef::Field {
             base: Box::new(TypeRef::Unknown),
