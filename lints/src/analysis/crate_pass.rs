@@ -544,11 +544,23 @@ impl<'a> CrateIndex<'a> {
         )
     }
 
-    fn common_return(&self, ids: &[FnId]) -> Option<TyKind> {
-        let first = &self.function(*ids.first()?).returns;
-        ids.iter()
-            .all(|&id| &self.function(id).returns == first)
-            .then(|| first.clone())
+    /// What every one of these functions returns, if they agree.
+    fn common_return(&self, ids: &[FnId], depth: usize) -> Option<TyKind> {
+        let first = self.return_kind(*ids.first()?, depth)?;
+        ids[1..]
+            .iter()
+            .all(|&id| self.return_kind(id, depth).as_ref() == Some(&first))
+            .then_some(first)
+    }
+
+    /// What a function returns: its return type, or what its body returns
+    /// where that says more (see [`FnFacts::body_return`]).
+    pub(super) fn return_kind(&self, id: FnId, depth: usize) -> Option<TyKind> {
+        let function = self.function(id);
+        match &function.body_return {
+            None => Some(function.returns.clone()),
+            Some(hidden) => self.resolve_within(hidden, Some(self.files[id.0].unit), depth + 1),
+        }
     }
 
     fn common_field(&self, kinds: &[&TyKind]) -> Option<TyKind> {
@@ -604,7 +616,7 @@ impl<'a> CrateIndex<'a> {
                     self.named(name)
                         .filter(|&id| self.function(id).owner.is_none()),
                 );
-                self.common_return(&free)
+                self.common_return(&free, depth)
             }
             TypeRef::Return {
                 owner: Some(owner),
@@ -615,7 +627,7 @@ impl<'a> CrateIndex<'a> {
                     if methods.is_empty() {
                         is_constructor(name).then_some(TyKind::Named(owner))
                     } else {
-                        self.common_return(&methods)
+                        self.common_return(&methods, depth)
                     }
                 }
                 Some(TyKind::Tensor) => {
@@ -629,7 +641,7 @@ impl<'a> CrateIndex<'a> {
                         self.named(name)
                             .filter(|&id| self.function(id).has_receiver),
                     );
-                    self.common_return(&methods)
+                    self.common_return(&methods, depth)
                 }
             },
             TypeRef::Output(callee) => match self.resolve_within(callee, from, depth + 1) {

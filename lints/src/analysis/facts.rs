@@ -176,6 +176,11 @@ pub enum TyKind {
     /// A number or a `bool` (`f64`, `i64`, `usize`): `Tensor::from` of one
     /// is 0-dim.
     Number,
+    /// A module built from a closure that moves its input
+    /// (`nn::func(move |xs| xs.to_device(device).apply(&net))`, an `add_fn`
+    /// of one in an `nn::seq()`): it computes where it moves its input,
+    /// whatever the input.
+    MovingModule,
     /// A closure or function pointer (`fn(&Tensor) -> Tensor`,
     /// `Box<dyn Fn(&Tensor, &Tensor) -> Tensor>`, a type parameter bounded
     /// by `Fn`), by what calling it returns.
@@ -201,6 +206,11 @@ pub struct FnFacts {
     pub has_receiver: bool,
     /// Its return type.
     pub returns: TyKind,
+    /// The type of what the body returns, where it says more than the
+    /// declared type: the one type behind `-> impl Module` (rather than
+    /// every impl of the trait; `TypeRef::Unknown` when the body does not
+    /// say), or a module that moves its input behind `-> nn::Sequential`.
+    pub body_return: Option<TypeRef>,
     /// Where what it returns lives, in terms of its parameters.
     pub return_place: Place,
     /// Set when it is test code, or otherwise not in a release hot path.

@@ -312,6 +312,15 @@ impl Val {
         }
     }
 
+    /// Whether this is a module that moves its input (see
+    /// [`TyKind::MovingModule`]).
+    pub fn is_moving_module(&self) -> bool {
+        matches!(
+            self,
+            Val::Deferred(TypeRef::Written(TyKind::MovingModule), _)
+        )
+    }
+
     /// Whether this is, or holds, a boolean mask tensor.
     pub fn holds_mask(&self) -> bool {
         match self {
@@ -653,6 +662,9 @@ pub(crate) fn tensor_method(name: &str, receiver: TensorFacts, args: &[Val]) -> 
             args.first().and_then(Val::placement).unwrap_or_default()
         }
         "cuda" => Place::Device,
+        _ if is_module_application(name) && !args.is_empty() => {
+            module_application(name, receiver.imposed(), &args[0])
+        }
         _ => {
             let tensor_args: Vec<&Val> = args
                 .iter()
@@ -683,6 +695,47 @@ pub(crate) fn tensor_method(name: &str, receiver: TensorFacts, args: &[Val]) -> 
         mask,
         zero_dim_if,
     })
+}
+
+/// tch's `Tensor` methods that run the module given as their first argument
+/// on the tensor (`xs.apply(&m)` is `m.forward(xs)`).
+pub(crate) fn is_module_application(name: &str) -> bool {
+    matches!(name, "apply" | "apply_t" | "apply_opt" | "apply_opt_t")
+}
+
+/// Where `input.apply(&module)` computes: as `module.forward(input)`. A
+/// module that moves its input computes where it moves it; any other where
+/// its input and its weights are, as libtorch refuses to mix a CPU tensor
+/// with a device one. The crate pass decides, through the module's type,
+/// unless both are visibly on the CPU.
+pub(crate) fn module_application(name: &str, input: Place, module: &Val) -> Place {
+    if module.is_moving_module() {
+        return module.place().unwrap_or_default();
+    }
+    let weights = module.imposed_place();
+    let output = if input.is_cpu() && weights.is_cpu() {
+        Place::Cpu
+    } else {
+        let forward = if name.ends_with("_t") {
+            "forward_t"
+        } else {
+            "forward"
+        };
+        Place::of_call(
+            TypeRef::Return {
+                owner: Some(Box::new(module.type_ref())),
+                name: forward.to_owned(),
+            },
+            vec![weights, input.clone()],
+            true,
+        )
+    };
+    // `apply_opt` without a module hands back its input.
+    if name.starts_with("apply_opt") {
+        output.both(input)
+    } else {
+        output
+    }
 }
 
 /// Method names that, in a file using tch, make their result a tensor even
@@ -864,6 +917,38 @@ mod tests {
         assert_eq!(
             from_field.arithmetic(Val::device_tensor()),
             Val::tensor_at(Place::of(PlaceRef::HostData(gamma)))
+        );
+    }
+
+    #[test]
+    fn a_module_computes_where_it_moves_its_input_or_where_input_and_weights_are() {
+        let moving = Val::Deferred(TypeRef::Written(TyKind::MovingModule), Place::Device);
+        assert_eq!(
+            module_application("apply", Place::Cpu, &moving),
+            Place::Device
+        );
+        let cpu_layer = Val::Deferred(TypeRef::Named("Linear".into()), Place::Cpu);
+        assert_eq!(
+            module_application("apply_t", Place::Cpu, &cpu_layer),
+            Place::Cpu
+        );
+        // Otherwise the crate pass decides, as for `layer.forward_t(xs)`.
+        let layer = Val::deferred(TypeRef::Named("Linear".into()));
+        assert_eq!(
+            module_application("apply_t", Place::Cpu, &layer),
+            Place::of(PlaceRef::Call {
+                result: TypeRef::Return {
+                    owner: Some(Box::new(TypeRef::Named("Linear".into()))),
+                    name: "forward_t".into(),
+                },
+                args: vec![Place::Device, Place::Cpu],
+                module: true,
+            })
+        );
+        // `apply_opt` may hand back its input.
+        assert_eq!(
+            module_application("apply_opt", Place::Device, &cpu_layer),
+            Place::Device
         );
     }
 

@@ -22,8 +22,8 @@ use super::types::{
     annotation_target, classify_in, compact, conversion_target, generic_bounds, is_scalar,
 };
 use super::values::{
-    gate, is_comparison, is_loss, tch_tensor_method, tensor_method, Gate, Place, PlaceRef,
-    TensorFacts, TypeRef, Val,
+    gate, is_comparison, is_loss, is_module_application, module_application, tch_tensor_method,
+    tensor_method, Gate, Place, PlaceRef, TensorFacts, TypeRef, Val,
 };
 use crate::config::CustomPattern;
 use crate::rules::{
@@ -193,6 +193,8 @@ struct FnState {
     closure_depth: usize,
     /// Where what the function returns lives, joined over its returns.
     returns: Option<Place>,
+    /// The type of what the function returns, if every return agrees.
+    returned_type: Option<TypeRef>,
     /// The scope depth at the start of each open loop: bindings deeper
     /// than the innermost one change from one iteration to the next.
     loop_scopes: Vec<usize>,
@@ -507,6 +509,10 @@ impl<'a> Walker<'a> {
             ReturnType::Default => TyKind::Other,
             ReturnType::Type(_, ty) => classify_in(ty, owner.as_deref(), &generics),
         };
+        // `-> impl Module` is one type, the body's, not every impl of the
+        // trait; closures (`impl Fn(..) -> T`) are classified by their output.
+        let opaque = matches!(&sig.output, ReturnType::Type(_, ty) if matches!(**ty, Type::ImplTrait(_)))
+            && matches!(returns, TyKind::Named(_));
         let loc = self.loc(sig.ident.span(), sig.ident.span());
         let cold = self.item_cold.clone();
         self.facts.functions.push(FnFacts {
@@ -517,6 +523,7 @@ impl<'a> Walker<'a> {
             module: self.module.clone(),
             has_receiver: sig.receiver().is_some(),
             returns,
+            body_return: None,
             return_place: Place::Device,
             cold: cold.clone(),
             update: false,
@@ -560,6 +567,11 @@ impl<'a> Walker<'a> {
         if let Some(place) = self.fn_state.returns.take() {
             self.facts.functions[index].return_place = place;
         }
+        let returned = self.fn_state.returned_type.take();
+        let moving = TypeRef::Written(TyKind::MovingModule);
+        if opaque || returned.as_ref() == Some(&moving) {
+            self.facts.functions[index].body_return = Some(returned.unwrap_or(TypeRef::Unknown));
+        }
         self.pop_scope();
     }
 
@@ -576,6 +588,11 @@ impl<'a> Walker<'a> {
         if self.fn_state.closure_depth > 0 {
             return;
         }
+        let ty = value.type_ref();
+        self.fn_state.returned_type = Some(match self.fn_state.returned_type.take() {
+            Some(before) if before != ty => TypeRef::Unknown,
+            _ => ty,
+        });
         let Some(place) = value.place() else {
             return;
         };
@@ -1062,7 +1079,9 @@ fn kind_val(kind: &TyKind, place: Place) -> Val {
         }
         TyKind::Collection(_) => Val::Deferred(TypeRef::Written(kind.clone()), place),
         TyKind::Device => Val::Device(place),
-        TyKind::Callable(_) => Val::Deferred(TypeRef::Written(kind.clone()), place),
+        TyKind::Callable(_) | TyKind::MovingModule => {
+            Val::Deferred(TypeRef::Written(kind.clone()), place)
+        }
         TyKind::Number | TyKind::Other => Val::Other,
     }
 }

@@ -101,6 +101,10 @@ impl CrateIndex<'_> {
                     Some(owner) => match self.resolve(owner, from) {
                         Some(TyKind::Named(owner)) => self.methods_of(&owner, name, from),
                         Some(TyKind::Tensor) => Vec::new(),
+                        // A closure module, or calling a closure or function
+                        // pointer.
+                        Some(TyKind::MovingModule) => Vec::new(),
+                        Some(TyKind::Callable(_)) if *module => Vec::new(),
                         Some(_) => return false,
                         None if AMBIGUOUS_METHODS.contains(&name.as_str()) => Vec::new(),
                         None => self.closest(
@@ -110,8 +114,14 @@ impl CrateIndex<'_> {
                         ),
                     },
                 };
+                // A module that moves its input computes where it is (the
+                // receiver); any other call, a module's included, runs where
+                // its arguments are, since libtorch refuses to mix a CPU
+                // tensor with a device one.
                 let built_from_cpu = || {
-                    let relevant = if *module {
+                    let moves_input =
+                        *module && owner.as_ref().is_some_and(|o| self.may_move_input(o, from));
+                    let relevant = if moves_input {
                         &args[..args.len().min(1)]
                     } else {
                         &args[..]
@@ -144,6 +154,34 @@ impl CrateIndex<'_> {
                     }
                 })
             }
+        }
+    }
+
+    /// Whether a module of this type may move its input (see
+    /// [`TyKind::MovingModule`]): when a call result, if any function the
+    /// call may reach returns such a module, so that a name several
+    /// modules define counts as moving (the reported side).
+    fn may_move_input(&self, ty: &TypeRef, from: Option<usize>) -> bool {
+        let moving = |ids: Vec<FnId>| {
+            ids.into_iter()
+                .any(|id| self.return_kind(id, 0) == Some(TyKind::MovingModule))
+        };
+        match ty {
+            TypeRef::Return { owner: None, name } => moving(
+                self.closest(
+                    from,
+                    self.named(name)
+                        .filter(|&id| self.function(id).owner.is_none()),
+                ),
+            ),
+            TypeRef::Return {
+                owner: Some(owner),
+                name,
+            } => match self.resolve(owner, from) {
+                Some(TyKind::Named(owner)) => moving(self.methods_of(&owner, name, from)),
+                _ => false,
+            },
+            _ => self.resolve(ty, from) == Some(TyKind::MovingModule),
         }
     }
 

@@ -111,6 +111,13 @@ impl Walker<'_> {
         }
 
         let qualifier = (segments.len() >= 2).then(|| segments[segments.len() - 2].as_str());
+        // `nn::func(move |xs| xs.to_device(d)..)`: the module is the closure.
+        if matches!(name.as_str(), "func" | "func_t")
+            && matches!(qualifier, None | Some("nn"))
+            && args.first().is_some_and(Val::is_moving_module)
+        {
+            return args[0].clone();
+        }
         match qualifier {
             Some("Tensor") => tensor_constructor(&name, &args, c.args.first()),
             Some(module) if self.mentions_tch && is_dataset_loader(module, &name) => Val::Deferred(
@@ -205,8 +212,9 @@ impl Walker<'_> {
     }
 
     /// Calling a value (a boxed module, a function pointer): runs a model,
-    /// whose output is where the model is.
-    pub(super) fn call_value(&mut self, callee: &Val, _args: &[Val]) -> Val {
+    /// whose output is where the model is if it moves its input, and else
+    /// where the model and its inputs are (see [`module_application`]).
+    pub(super) fn call_value(&mut self, callee: &Val, args: &[Val]) -> Val {
         // A closure parameter (`f: &dyn Fn(..)`) is a callback, not a model.
         let callback = matches!(
             callee,
@@ -215,7 +223,20 @@ impl Walker<'_> {
         if !callback {
             self.mark_step(false);
         }
-        let place = callee.imposed_place();
+        let place = if callee.is_moving_module() {
+            callee.place().unwrap_or_default()
+        } else {
+            let mut places = vec![callee.imposed_place()];
+            places.extend(args.iter().map(Val::imposed_place));
+            Place::of_call(
+                TypeRef::Return {
+                    owner: Some(Box::new(callee.type_ref())),
+                    name: "call".to_owned(),
+                },
+                places,
+                true,
+            )
+        };
         match callee {
             // Its type is in sight: what calling it returns is known.
             Val::Deferred(TypeRef::Written(TyKind::Callable(output)), _) => kind_val(output, place),
@@ -414,6 +435,16 @@ impl Walker<'_> {
             return receiver;
         }
         match (name, &receiver) {
+            // A sequential model with a layer that moves its input.
+            ("add" | "add_fn" | "add_fn_t", _)
+                if receiver.is_moving_module() || args.iter().any(Val::is_moving_module) =>
+            {
+                let place = args
+                    .iter()
+                    .filter_map(Val::place)
+                    .fold(receiver.place().unwrap_or_default(), Place::either);
+                return Val::Deferred(TypeRef::Written(TyKind::MovingModule), place);
+            }
             ("iter", Val::Tensor(_)) => return Val::Iter(Box::new(Val::Other)),
             (
                 "iter" | "iter_mut" | "into_iter" | "par_iter" | "par_iter_mut" | "into_par_iter"
@@ -507,6 +538,11 @@ impl Walker<'_> {
                     mask: true,
                     zero_dim_if: None,
                 })
+            }
+            Val::Unknown | Val::Deferred(..)
+                if self.mentions_tch && is_module_application(name) && !args.is_empty() =>
+            {
+                Val::tensor_at(module_application(name, receiver.imposed_place(), &args[0]))
             }
             Val::Unknown | Val::Deferred(..) if self.mentions_tch && tch_tensor_method(name) => {
                 let result = TypeRef::Return {

@@ -2,7 +2,7 @@
 //! and guard code runs in, and the stores into fields it makes.
 
 use super::*;
-use syntax::{drives_requests, driving_tensor_iter, is_periodic};
+use syntax::{drives_requests, driving_tensor_iter, is_periodic, moves_its_input};
 
 impl Walker<'_> {
     // ----- expressions -------------------------------------------------
@@ -63,10 +63,7 @@ impl Walker<'_> {
                 self.expr(&c.expr);
                 Val::Other
             }
-            Expr::Closure(c) => {
-                self.closure(c);
-                Val::Unknown
-            }
+            Expr::Closure(c) => self.closure_value(c),
             Expr::Const(c) => self.block(&c.block),
             Expr::Field(f) => {
                 let base = self.expr(&f.base);
@@ -389,6 +386,21 @@ impl Walker<'_> {
         self.fn_state.closure_depth -= 1;
         self.pop_scope();
         value
+    }
+
+    /// A closure as a value: a module that computes where its body does
+    /// when it moves its input to a device (`move |xs|
+    /// xs.to_device(device).apply(&net)`); otherwise nothing is known.
+    pub(super) fn closure_value(&mut self, c: &ExprClosure) -> Val {
+        let body = self.closure(c);
+        if moves_its_input(c) {
+            Val::Deferred(
+                TypeRef::Written(TyKind::MovingModule),
+                body.place().unwrap_or_default(),
+            )
+        } else {
+            Val::Unknown
+        }
     }
 
     /// A closure an iterator adapter runs once per element.

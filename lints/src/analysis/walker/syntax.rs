@@ -95,6 +95,43 @@ pub(super) fn drives_requests(expr: &Expr) -> bool {
     }
 }
 
+/// Whether a closure moves its (first) input to a device before using it:
+/// `|xs| xs.to_device(device).apply(&net)`, `|xs| net.forward(&xs.to(d))`.
+pub(super) fn moves_its_input(closure: &ExprClosure) -> bool {
+    fn ident(pat: &Pat) -> Option<String> {
+        match pat {
+            Pat::Ident(p) => Some(p.ident.to_string()),
+            Pat::Type(t) => ident(&t.pat),
+            Pat::Reference(r) => ident(&r.pat),
+            _ => None,
+        }
+    }
+    struct Moves {
+        input: String,
+        found: bool,
+    }
+    impl<'ast> syn::visit::Visit<'ast> for Moves {
+        fn visit_expr_method_call(&mut self, m: &'ast ExprMethodCall) {
+            let name = m.method.to_string();
+            if (crate::rules::is_device_move(&name) || name == "to" || name == "cuda")
+                && root_ident(&m.receiver).as_deref() == Some(self.input.as_str())
+            {
+                self.found = true;
+            }
+            syn::visit::visit_expr_method_call(self, m);
+        }
+    }
+    let Some(input) = closure.inputs.first().and_then(ident) else {
+        return false;
+    };
+    let mut moves = Moves {
+        input,
+        found: false,
+    };
+    syn::visit::Visit::visit_expr(&mut moves, &closure.body);
+    moves.found
+}
+
 /// The attributes written on an expression statement.
 pub(super) fn expr_attrs(expr: &Expr) -> &[Attribute] {
     match expr {
