@@ -156,6 +156,11 @@ pub struct LoopFacts {
     /// Not a loop in the source but `t.iter::<T>()`, which reads one
     /// element per item.
     pub element_iter: bool,
+    /// It repeats its body rather than walking over items: a `loop`, a
+    /// `while`, or a `for` over a range of numbers (per-token generation,
+    /// an episode of environment steps), where a loop over a collection
+    /// walks over data or over parts of one step (layers, heads).
+    pub repeats: bool,
 }
 
 /// A syntactic type, classified.

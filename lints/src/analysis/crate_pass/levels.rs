@@ -18,6 +18,36 @@ pub(crate) struct LoopLevel {
     pub stepless: bool,
 }
 
+/// What functions do, as far as steps go.
+#[derive(Default)]
+pub(super) struct StepSets {
+    /// Run an update outside loops (directly or through calls).
+    update: HashSet<FnId>,
+    /// Run a model outside loops.
+    forward: HashSet<FnId>,
+    /// Hold a loop that runs steps (directly or through calls).
+    looping: HashSet<FnId>,
+    /// Hold a loop that repeats steps (`loop`, `while`, a range), or one
+    /// around a step loop: generation, an episode, training.
+    repeating: HashSet<FnId>,
+}
+
+impl StepSets {
+    /// Adds what was found; whether anything was new.
+    fn absorb(&mut self, found: StepSets) -> bool {
+        let before = self.len();
+        self.update.extend(found.update);
+        self.forward.extend(found.forward);
+        self.looping.extend(found.looping);
+        self.repeating.extend(found.repeating);
+        self.len() != before
+    }
+
+    fn len(&self) -> usize {
+        self.update.len() + self.forward.len() + self.looping.len() + self.repeating.len()
+    }
+}
+
 /// What the loops of every file of the workspace do.
 pub(crate) struct LoopLevels {
     levels: Vec<Vec<LoopLevel>>,
@@ -37,11 +67,10 @@ impl CrateIndex<'_> {
     /// go: which loops are the once-per-epoch level around a step loop, and
     /// which answer requests.
     pub(crate) fn loop_levels(&self) -> LoopLevels {
-        // Per function: runs an update / a model outside loops, and holds
-        // a step loop (directly or through calls). To a fixpoint over calls.
-        let mut update: HashSet<FnId> = HashSet::new();
-        let mut forward: HashSet<FnId> = HashSet::new();
-        let mut looping: HashSet<FnId> = HashSet::new();
+        // Per function: runs an update / a model outside loops, holds a
+        // step loop, holds one that repeats steps (directly or through
+        // calls). To a fixpoint over calls.
+        let mut sets = StepSets::default();
         let resolved: Vec<Vec<Vec<FnId>>> = self
             .files
             .iter()
@@ -57,10 +86,10 @@ impl CrateIndex<'_> {
         for (file, info) in self.files.iter().enumerate() {
             for (f, function) in info.facts.functions.iter().enumerate() {
                 if function.update {
-                    update.insert((file, f));
+                    sets.update.insert((file, f));
                 }
                 if function.forward {
-                    forward.insert((file, f));
+                    sets.forward.insert((file, f));
                 }
             }
         }
@@ -70,18 +99,9 @@ impl CrateIndex<'_> {
                 .files
                 .iter()
                 .enumerate()
-                .map(|(file, info)| {
-                    self.loop_steps(
-                        file,
-                        info.facts,
-                        &resolved[file],
-                        &update,
-                        &forward,
-                        &looping,
-                    )
-                })
+                .map(|(file, info)| self.loop_steps(info.facts, &resolved[file], &sets))
                 .collect();
-            let mut changed = false;
+            let mut found = StepSets::default();
             for (file, info) in self.files.iter().enumerate() {
                 for (index, call) in info.facts.calls.iter().enumerate() {
                     let Some(function) = call.context.function else {
@@ -89,32 +109,44 @@ impl CrateIndex<'_> {
                     };
                     let id = (file, function);
                     let callees = &resolved[file][index];
+                    let steps: Vec<&FnId> = callees
+                        .iter()
+                        .filter(|c| self.is_step_fn(**c, &sets))
+                        .collect();
+                    let loops_in =
+                        |c: &&FnId| sets.looping.contains(*c) && !self.is_step_fn(**c, &sets);
                     if call.context.loop_id.is_none() {
-                        if callees.iter().any(|c| update.contains(c)) {
-                            changed |= update.insert(id);
+                        if steps.iter().any(|c| sets.update.contains(*c)) {
+                            found.update.insert(id);
                         }
-                        if callees.iter().any(|c| forward.contains(c)) {
-                            changed |= forward.insert(id);
+                        if steps.iter().any(|c| sets.forward.contains(*c)) {
+                            found.forward.insert(id);
+                        }
+                        if callees
+                            .iter()
+                            .any(|c| sets.repeating.contains(c) && !self.is_step_fn(*c, &sets))
+                        {
+                            found.repeating.insert(id);
                         }
                     }
-                    if callees
-                        .iter()
-                        .any(|c| looping.contains(c) && !self.is_step_fn(*c, &update, &forward))
-                    {
-                        changed |= looping.insert(id);
+                    if callees.iter().any(|c| loops_in(&c)) {
+                        found.looping.insert(id);
                     }
                 }
                 for (loop_id, facts) in info.facts.loops.iter().enumerate() {
                     let (runs_update, runs_forward, encloses) = levels[file][loop_id];
-                    if let (Some(f), true) = (
-                        facts.function,
-                        runs_update || runs_forward || encloses.is_some(),
-                    ) {
-                        changed |= looping.insert((file, f));
+                    let Some(f) = facts.function else {
+                        continue;
+                    };
+                    if runs_update || runs_forward || encloses.is_some() {
+                        found.looping.insert((file, f));
+                        if facts.repeats || encloses.is_some() {
+                            found.repeating.insert((file, f));
+                        }
                     }
                 }
             }
-            if !changed {
+            if !sets.absorb(found) {
                 break;
             }
         }
@@ -146,14 +178,10 @@ impl CrateIndex<'_> {
     /// step loop it encloses).
     pub(super) fn loop_steps(
         &self,
-        file: usize,
         facts: &FileFacts,
         resolved: &[Vec<FnId>],
-        update: &HashSet<FnId>,
-        forward: &HashSet<FnId>,
-        looping: &HashSet<FnId>,
+        sets: &StepSets,
     ) -> Vec<(bool, bool, Option<usize>)> {
-        let _ = file;
         let mut steps: Vec<(bool, bool, Option<usize>)> = facts
             .loops
             .iter()
@@ -164,16 +192,21 @@ impl CrateIndex<'_> {
                 continue;
             };
             let callees = &resolved[index];
-            if callees.iter().any(|c| update.contains(c)) {
+            let step = |c: &&FnId| self.is_step_fn(**c, sets);
+            if callees.iter().filter(step).any(|c| sets.update.contains(c)) {
                 steps[loop_id].0 = true;
             }
-            if callees.iter().any(|c| forward.contains(c)) {
+            if callees
+                .iter()
+                .filter(step)
+                .any(|c| sets.forward.contains(c))
+            {
                 steps[loop_id].1 = true;
             }
             if steps[loop_id].2.is_none()
                 && callees
                     .iter()
-                    .any(|c| looping.contains(c) && !self.is_step_fn(*c, update, forward))
+                    .any(|c| sets.looping.contains(c) && !self.is_step_fn(*c, sets))
             {
                 steps[loop_id].2 = Some(call.loc.line);
             }
@@ -196,10 +229,20 @@ impl CrateIndex<'_> {
 }
 
 impl CrateIndex<'_> {
-    /// Whether calling this function is one step (a model's `forward`, a
-    /// training step), however many loops it runs inside (layers, heads).
-    fn is_step_fn(&self, id: FnId, update: &HashSet<FnId>, forward: &HashSet<FnId>) -> bool {
+    /// Whether calling this function is one step: a model's `forward` or
+    /// a training step by its name, however many loops it runs inside
+    /// (layers, heads), a function that runs an update outside loops, or
+    /// one that runs a model outside loops and holds no loop repeating
+    /// steps. One that runs the model once beside a loop that repeats steps
+    /// (an encoder before per-token generation, a first value before an
+    /// episode of environment steps) is not one step: the loop inside is
+    /// the hot one, and a loop calling the function is the once-per-epoch
+    /// level around it.
+    fn is_step_fn(&self, id: FnId, sets: &StepSets) -> bool {
         let name = &self.function(id).name;
-        update.contains(&id) || forward.contains(&id) || is_forward(name) || is_update(name)
+        is_forward(name)
+            || is_update(name)
+            || sets.update.contains(&id)
+            || (sets.forward.contains(&id) && !sets.repeating.contains(&id))
     }
 }

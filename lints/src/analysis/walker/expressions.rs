@@ -2,7 +2,7 @@
 //! and guard code runs in, and the stores into fields it makes.
 
 use super::*;
-use syntax::{drives_requests, driving_tensor_iter, is_periodic, moves_its_input};
+use syntax::{drives_requests, driving_tensor_iter, is_periodic, is_range, moves_its_input};
 
 impl Walker<'_> {
     // ----- expressions -------------------------------------------------
@@ -100,6 +100,7 @@ impl Walker<'_> {
             Expr::Lit(_) => Val::Other,
             Expr::Loop(l) => {
                 let saved = self.enter_loop(true, l.loop_token.span.start().line);
+                self.mark_loop(|l| l.repeats = true);
                 self.block(&l.body);
                 self.exit_loop(saved);
                 Val::Unknown
@@ -151,6 +152,7 @@ impl Walker<'_> {
             Expr::Unsafe(u) => self.block(&u.block),
             Expr::While(w) => {
                 let saved = self.enter_loop(true, w.while_token.span.start().line);
+                self.mark_loop(|l| l.repeats = true);
                 if drives_requests(&w.cond) {
                     self.mark_loop(|l| l.request = true);
                 }
@@ -285,6 +287,9 @@ impl Walker<'_> {
         let saved = self.enter_loop(true, f.for_token.span.start().line);
         if drives_requests(&f.expr) {
             self.mark_loop(|l| l.request = true);
+        }
+        if is_range(&f.expr) {
+            self.mark_loop(|l| l.repeats = true);
         }
         // `for v in t.iter::<f64>()` reads one element per iteration of this
         // very loop, so the read belongs inside it.

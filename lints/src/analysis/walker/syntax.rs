@@ -79,6 +79,22 @@ pub(super) fn ends_in_reduction(expr: &Expr) -> bool {
     }
 }
 
+/// Whether a `for` loop's iterable is a range of numbers (`0..n`,
+/// `(0..n).rev()`, `(1..=n).step_by(2)`), rather than items.
+pub(super) fn is_range(iterable: &Expr) -> bool {
+    match iterable {
+        Expr::Range(_) => true,
+        Expr::Paren(p) => is_range(&p.expr),
+        Expr::MethodCall(m) => {
+            matches!(
+                m.method.to_string().as_str(),
+                "rev" | "step_by" | "skip" | "take" | "into_iter" | "progress" | "enumerate"
+            ) && is_range(&m.receiver)
+        }
+        _ => false,
+    }
+}
+
 /// Whether a loop's condition or iterable takes the next request
 /// (`receiver.recv()`, `listener.incoming()`).
 pub(super) fn drives_requests(expr: &Expr) -> bool {
