@@ -216,6 +216,8 @@ pub(crate) struct CrateIndex<'a> {
     stores: HashMap<(&'a str, &'a str), Vec<(usize, &'a FieldStore)>>,
     traits_of: HashMap<&'a str, Vec<&'a str>>,
     traits: HashSet<&'a str>,
+    /// Each trait's supertraits, by name.
+    supertraits: HashMap<&'a str, Vec<&'a str>>,
     local_types: HashSet<&'a str>,
     callers: RefCell<Option<Callers>>,
     places: RefCell<HashMap<PlaceKey, bool>>,
@@ -237,6 +239,7 @@ impl<'a> CrateIndex<'a> {
         let mut stores: HashMap<(&str, &str), Vec<(usize, &FieldStore)>> = HashMap::new();
         let mut traits_of: HashMap<&str, Vec<&str>> = HashMap::new();
         let mut traits = HashSet::new();
+        let mut supertraits: HashMap<&str, Vec<&str>> = HashMap::new();
         let mut local_types = HashSet::new();
         for (file_index, file) in files.iter().enumerate() {
             let facts = file.facts;
@@ -269,6 +272,15 @@ impl<'a> CrateIndex<'a> {
                     fields.entry(name.as_str()).or_default().push(ty);
                 }
             }
+            for declared in &facts.traits {
+                traits.insert(declared.name.as_str());
+                let list = supertraits.entry(declared.name.as_str()).or_default();
+                for supertrait in &declared.supertraits {
+                    if !list.contains(&supertrait.as_str()) {
+                        list.push(supertrait.as_str());
+                    }
+                }
+            }
             for store in &facts.field_stores {
                 stores
                     .entry((store.owner.as_str(), store.field.as_str()))
@@ -286,6 +298,7 @@ impl<'a> CrateIndex<'a> {
             stores,
             traits_of,
             traits,
+            supertraits,
             local_types,
             callers: RefCell::new(None),
             places: RefCell::new(HashMap::new()),
@@ -494,6 +507,16 @@ impl<'a> CrateIndex<'a> {
 
     /// Methods named `name` of type (or trait) `owner`, as seen from `from`.
     fn methods_of(&self, owner: &str, name: &str, from: Option<usize>) -> Vec<FnId> {
+        self.methods_within(owner, name, from, 0)
+    }
+
+    fn methods_within(
+        &self,
+        owner: &str,
+        name: &str,
+        from: Option<usize>,
+        depth: usize,
+    ) -> Vec<FnId> {
         let own: Vec<FnId> = self.closest(
             from,
             self.named(name).filter(|&id| {
@@ -523,6 +546,16 @@ impl<'a> CrateIndex<'a> {
             );
             if !default.is_empty() {
                 return default;
+            }
+            // A supertrait's method, called on a trait object or a generic
+            // bounded by the trait (`policy.score(..)` with `Policy: Scorer`).
+            if depth < MAX_DEPTH {
+                for supertrait in self.supertraits.get(owner).into_iter().flatten() {
+                    let found = self.methods_within(supertrait, name, from, depth + 1);
+                    if !found.is_empty() {
+                        return found;
+                    }
+                }
             }
         }
         // A default method of a trait the type implements.

@@ -261,6 +261,15 @@ pub struct FieldStore {
     pub function: Option<usize>,
 }
 
+/// A trait definition.
+#[derive(Clone, Debug)]
+pub struct TraitFacts {
+    /// The trait's name.
+    pub name: String,
+    /// Its supertraits, by name (`Scorer` in `trait Policy: Scorer`).
+    pub supertraits: Vec<String>,
+}
+
 /// A `use` declaration, one imported name each.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UseFacts {
@@ -289,6 +298,8 @@ pub struct FileFacts {
     pub field_stores: Vec<FieldStore>,
     /// `use` declarations.
     pub uses: Vec<UseFacts>,
+    /// Traits.
+    pub traits: Vec<TraitFacts>,
     /// Allow comments.
     pub(crate) suppressions: Suppressions,
     /// Parts of the file that could not be analysed: (line, message).

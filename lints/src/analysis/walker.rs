@@ -15,7 +15,7 @@ use syn::{
 
 use super::facts::{
     CallSite, Callee, Cold, Context, FieldStore, FileFacts, FnFacts, Loc, LoopFacts, Site,
-    StructFacts, TyKind, UseFacts,
+    StructFacts, TraitFacts, TyKind, UseFacts,
 };
 use super::hot_path::{attrs_cold, cfg_macro_cold, Features};
 use super::types::{
@@ -78,6 +78,8 @@ const ELEMENT_ADAPTERS: &[&str] = &[
 /// plumbing, references, locks).
 const TRANSPARENT: &[&str] = &[
     "unwrap",
+    "ok_or",
+    "ok_or_else",
     "expect",
     "unwrap_or_default",
     "unwrap_or_else",
@@ -349,6 +351,19 @@ impl<'a> Walker<'a> {
                 }
             }),
             Item::Trait(t) => self.with_item_cold(&t.attrs, |w| {
+                w.facts.traits.push(TraitFacts {
+                    name: t.ident.to_string(),
+                    supertraits: t
+                        .supertraits
+                        .iter()
+                        .filter_map(|bound| match bound {
+                            syn::TypeParamBound::Trait(b) => {
+                                b.path.segments.last().map(|s| s.ident.to_string())
+                            }
+                            _ => None,
+                        })
+                        .collect(),
+                });
                 let owner = Some(t.ident.to_string());
                 for member in &t.items {
                     if let TraitItem::Fn(m) = member {
