@@ -21,7 +21,7 @@ use super::facts::{
     CallSite, Callee, Cold, FieldStore, FileFacts, FnFacts, Site, StructFacts, TyKind,
 };
 use super::scope::Target;
-use super::values::{tensor_method_returns_tensor, Place, PlaceRef, Requirement, TypeRef};
+use super::values::{tensor_method_result, Place, PlaceRef, Requirement, TypeRef};
 use super::walker::{is_forward, is_update};
 use crate::analysis::facts::Fix;
 use crate::rules::RuleId;
@@ -663,9 +663,7 @@ impl<'a> CrateIndex<'a> {
                         self.common_return(&methods, depth)
                     }
                 }
-                Some(TyKind::Tensor) => {
-                    tensor_method_returns_tensor(name).then_some(TyKind::Tensor)
-                }
+                Some(TyKind::Tensor) => tensor_method_result(name),
                 Some(_) => None,
                 None if AMBIGUOUS_METHODS.contains(&name.as_str()) => None,
                 None => {

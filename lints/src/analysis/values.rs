@@ -636,10 +636,17 @@ fn keeps_shape(name: &str) -> bool {
     )
 }
 
-/// Whether a tensor method returns a tensor (for the crate-level pass).
-pub(crate) fn tensor_method_returns_tensor(name: &str) -> bool {
+/// What a tensor method returns, if tensors (for the crate-level pass): a
+/// tensor, or several (`unbind`, `split`, `chunk`).
+pub(crate) fn tensor_method_result(name: &str) -> Option<TyKind> {
     let name = crate::rules::infallible_name(name);
-    !non_tensor_result(name) && !tensors_result(name) && name != "device"
+    if tensors_result(name) {
+        Some(TyKind::Tensors)
+    } else if non_tensor_result(name) || name == "device" {
+        None
+    } else {
+        Some(TyKind::Tensor)
+    }
 }
 
 /// The value of `receiver.name(args)` where the receiver is a tensor.

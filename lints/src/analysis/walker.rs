@@ -36,7 +36,8 @@ mod syntax;
 
 pub(crate) use syntax::first_span;
 use syntax::{
-    expr_attrs, is_part, is_self, path_has_segment, root_ident, strip_references, type_name,
+    expr_attrs, is_part, is_self, path_has_segment, root_ident, splits_a_tensor, strip_references,
+    type_name,
 };
 
 /// How deep the walker follows nested expressions before giving up on the
@@ -179,6 +180,8 @@ struct FnState {
     /// Bindings being made are a loop's items (its pattern or closure
     /// parameters).
     binding_items: bool,
+    /// Bindings being made are parts of one tensor (its rows, its chunks).
+    binding_parts: bool,
     /// The length of `bindings` at the start of each open scope.
     scopes: Vec<usize>,
     /// Where the walk is: function, loop, periodic guard, statement.
@@ -210,6 +213,8 @@ struct Binding {
     depth: usize,
     /// Bound by a loop's pattern or an adapter closure's parameters.
     item: bool,
+    /// Bound to a part of one tensor (`t.get(i)`, an item of `t.unbind(0)`).
+    part: bool,
 }
 
 /// Walks one parsed file.
@@ -632,11 +637,13 @@ impl<'a> Walker<'a> {
     fn bind(&mut self, name: String, value: Val) {
         let depth = self.fn_state.scopes.len();
         let item = self.fn_state.binding_items;
+        let part = self.fn_state.binding_parts;
         self.fn_state.bindings.push(Binding {
             name,
             value,
             depth,
             item,
+            part,
         });
     }
 
@@ -786,13 +793,15 @@ impl<'a> Walker<'a> {
                     .find(|b| b.name == name)
                     .is_some_and(|b| {
                         b.depth > loop_scope
+                            && !b.part
                             && (b.item || !matches!(b.value, Val::Tensor(_) | Val::Tensors { .. }))
                     })
             })
         };
         !is_part(expr)
             && (bound_in_loop(expr)
-                || matches!(strip_references(expr), Expr::Index(i) if bound_in_loop(&i.index)))
+                || matches!(strip_references(expr), Expr::Index(i)
+                    if bound_in_loop(&i.index) && !self.holds_parts(&i.expr)))
     }
 
     /// `Enum::Variant` or `Self::Variant` in a pattern: the variant's
@@ -895,7 +904,25 @@ impl<'a> Walker<'a> {
         if let Pat::Type(pt) = &local.pat {
             self.annotated_try_into(&pt.ty, &init.expr);
         }
+        self.fn_state.binding_parts = self.holds_parts(&init.expr);
         self.bind_pat(&local.pat, value);
+        self.fn_state.binding_parts = false;
+    }
+
+    /// Whether an expression is a part of one tensor, or parts of one:
+    /// `t.get(i)`, `t.unbind(0)`, or a value derived from a binding that
+    /// is one (`rows.iter()` with `rows = t.unbind(0)`, `row.to_kind(..)`).
+    fn holds_parts(&self, expr: &Expr) -> bool {
+        is_part(expr)
+            || splits_a_tensor(expr)
+            || root_ident(expr).is_some_and(|name| {
+                self.fn_state
+                    .bindings
+                    .iter()
+                    .rev()
+                    .find(|b| b.name == name)
+                    .is_some_and(|b| b.part)
+            })
     }
 
     /// `let x: f64 = t.try_into()?;`: the annotation says a scalar (or a

@@ -253,6 +253,7 @@ impl Walker<'_> {
         let receiver = self.expr(&m.receiver);
         let name = m.method.to_string();
         let adapter = self.adapter_params(&name, &receiver, &m.args);
+        let parts = adapter.is_some() && self.holds_parts(&m.receiver);
         let mut args = Vec::with_capacity(m.args.len());
         for arg in &m.args {
             let value = match (arg, &adapter) {
@@ -266,6 +267,7 @@ impl Walker<'_> {
                             | "for_each_concurrent"
                             | "try_for_each_concurrent"
                     ),
+                    parts,
                 ),
                 // `losses.iter().map(f32::try_from)`: a point-free conversion
                 // of each element.

@@ -308,8 +308,10 @@ impl Walker<'_> {
         self.push_scope();
         let element = iterable.element().unwrap_or(Val::Unknown);
         self.fn_state.binding_items = true;
+        self.fn_state.binding_parts = self.holds_parts(&f.expr);
         self.bind_pat(&f.pat, element);
         self.fn_state.binding_items = false;
+        self.fn_state.binding_parts = false;
         self.block(&f.body);
         self.pop_scope();
         self.exit_loop(saved);
@@ -409,14 +411,22 @@ impl Walker<'_> {
     }
 
     /// A closure an iterator adapter runs once per element.
-    pub(super) fn closure_loop(&mut self, c: &ExprClosure, params: &[Val], statement: bool) -> Val {
+    pub(super) fn closure_loop(
+        &mut self,
+        c: &ExprClosure,
+        params: &[Val],
+        statement: bool,
+        parts: bool,
+    ) -> Val {
         let saved = self.enter_loop(statement, c.or1_token.span.start().line);
         self.push_scope();
         self.fn_state.binding_items = true;
+        self.fn_state.binding_parts = parts;
         for (i, input) in c.inputs.iter().enumerate() {
             self.bind_pat(input, params.get(i).cloned().unwrap_or(Val::Unknown));
         }
         self.fn_state.binding_items = false;
+        self.fn_state.binding_parts = false;
         self.fn_state.closure_depth += 1;
         let value = self.expr(&c.body);
         self.fn_state.closure_depth -= 1;

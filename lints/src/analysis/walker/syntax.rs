@@ -62,6 +62,32 @@ pub(super) fn is_part(expr: &Expr) -> bool {
     }
 }
 
+/// Whether an expression splits a tensor into parts (`t.unbind(0)`,
+/// `t.split(64, 0)`, `t.chunk(4, 0)`), possibly iterated, enumerated or
+/// zipped: each item of it is a part of one tensor.
+pub(super) fn splits_a_tensor(expr: &Expr) -> bool {
+    match expr {
+        Expr::Reference(r) => splits_a_tensor(&r.expr),
+        Expr::Paren(p) => splits_a_tensor(&p.expr),
+        Expr::Try(t) => splits_a_tensor(&t.expr),
+        Expr::MethodCall(m) => match crate::rules::infallible_name(&m.method.to_string()) {
+            "unbind"
+            | "split"
+            | "split_with_sizes"
+            | "chunk"
+            | "tensor_split"
+            | "unsafe_split"
+            | "unsafe_chunk"
+            | "split_sizes"
+            | "tensor_split_indices" => true,
+            "iter" | "into_iter" | "enumerate" | "zip" | "rev" | "skip" | "take" | "step_by"
+            | "unwrap" | "expect" => splits_a_tensor(&m.receiver),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
 /// `f64::from(x.abs().max())`: an argument ending in a reduction with no
 /// arguments, which on anything but a tensor would not convert to a scalar.
 pub(super) fn ends_in_reduction(expr: &Expr) -> bool {
