@@ -275,6 +275,8 @@ impl Val {
             Val::Tensors { place, .. } | Val::Device(place) => Some(place.clone()),
             Val::Deferred(ty, place) => Some(place.clone().either(Place::of_value(ty))),
             Val::Tuple(parts) => parts.iter().filter_map(Val::place).reduce(|a, b| a.both(b)),
+            // A collection of tuples, or an iterator: where its items are.
+            Val::Iter(element) => element.place(),
             _ => None,
         }
     }
@@ -388,6 +390,10 @@ impl Val {
                 ..a
             }),
             (Val::Deferred(t, a), Val::Deferred(_, b)) => Val::Deferred(t, a.both(b)),
+            (Val::Tuple(a), Val::Tuple(b)) if a.len() == b.len() => {
+                Val::Tuple(a.into_iter().zip(b).map(|(a, b)| a.join(b)).collect())
+            }
+            (Val::Iter(a), Val::Iter(b)) => Val::Iter(Box::new(a.join(*b))),
             (Val::Deferred(t, _), _) | (_, Val::Deferred(t, _)) => Val::deferred(t),
             (Val::Device(a), Val::Device(b)) => Val::Device(a.both(b)),
             (Val::Other, Val::Other) => Val::Other,

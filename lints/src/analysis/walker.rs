@@ -656,6 +656,38 @@ impl<'a> Walker<'a> {
             .map(|b| &b.value)
     }
 
+    /// `name.push(..)` of a value making `grown`: a collection that held
+    /// nothing known (just built empty) now holds what was pushed, and one
+    /// of the same shape holds both; anything else is rebound as usual.
+    fn grow_collection(&mut self, name: &str, grown: Val) {
+        let Some(slot) = self
+            .fn_state
+            .bindings
+            .iter_mut()
+            .rev()
+            .find(|b| b.name == name)
+        else {
+            return;
+        };
+        let merged = match (&slot.value, &grown) {
+            (before, _) if is_empty_collection(before) => Some(grown.clone()),
+            (Val::Tensors { place, mask }, Val::Tensors { place: p, mask: m }) => {
+                Some(Val::Tensors {
+                    place: place.clone().both(p.clone()),
+                    mask: *mask && *m,
+                })
+            }
+            (Val::Iter(before), Val::Iter(pushed)) => Some(Val::Iter(Box::new(
+                (**before).clone().join((**pushed).clone()),
+            ))),
+            _ => None,
+        };
+        match merged {
+            Some(value) => slot.value = value,
+            None => self.rebind(name, grown),
+        }
+    }
+
     /// `name = value`. In a block nested below the binding's (a branch, a
     /// loop body) the old value may survive, so the two are joined.
     fn rebind(&mut self, name: &str, value: Val) {
@@ -1103,6 +1135,25 @@ impl<'a> Walker<'a> {
     }
 }
 
+/// A collection just built, holding nothing known: `Vec::new()`,
+/// `Vec::with_capacity(n)`, `vec![]`.
+fn is_empty_collection(value: &Val) -> bool {
+    match value {
+        Val::Unknown => true,
+        Val::Deferred(
+            TypeRef::Return {
+                owner: Some(owner),
+                name,
+            },
+            _,
+        ) => {
+            matches!(&**owner, TypeRef::Named(t) if matches!(t.as_str(), "Vec" | "VecDeque"))
+                && matches!(name.as_str(), "new" | "with_capacity")
+        }
+        _ => false,
+    }
+}
+
 fn result_name(result: &TypeRef) -> String {
     match result {
         TypeRef::Return { name, .. } => name.clone(),
@@ -1132,8 +1183,17 @@ fn cpu_options() -> Val {
     Val::Tuple(vec![Val::Other, Val::Device(Place::Cpu)])
 }
 
-/// An array or `vec!` of these values.
+/// An array or `vec!` of these values: a collection of tensors, or of
+/// tuples (`Vec<(Tensor, i64)>`), which is iterated like an iterator of
+/// them; its tensors live where all of them do.
 pub(crate) fn collection_of(values: Vec<Val>) -> Val {
+    if matches!(values.first(), Some(Val::Tuple(_))) {
+        let element = values.into_iter().reduce(Val::join).unwrap_or(Val::Unknown);
+        return match element {
+            Val::Tuple(_) => Val::Iter(Box::new(element)),
+            _ => Val::Unknown,
+        };
+    }
     let tensors: Vec<&TensorFacts> = values
         .iter()
         .filter_map(|v| match v {

@@ -319,19 +319,10 @@ impl Walker<'_> {
             self.last_try_into = Some((receiver.clone(), loc, by_ref, item));
         }
         if name == "push" {
-            if let (Expr::Path(p), Some(Val::Tensor(pushed))) = (&*m.receiver, args.first()) {
-                if let Some(ident) = p.path.get_ident() {
-                    let place = match &receiver {
-                        Val::Tensors { place, .. } => place.clone().both(pushed.place.clone()),
-                        _ => pushed.place.clone(),
-                    };
-                    self.rebind(
-                        &ident.to_string(),
-                        Val::Tensors {
-                            place,
-                            mask: pushed.mask,
-                        },
-                    );
+            if let (Expr::Path(p), Some(pushed)) = (&*m.receiver, args.first()) {
+                let grown = collection_of(vec![pushed.clone()]);
+                if let (Some(ident), false) = (p.path.get_ident(), grown == Val::Unknown) {
+                    self.grow_collection(&ident.to_string(), grown);
                 }
             }
         }
@@ -483,13 +474,7 @@ impl Walker<'_> {
                 return Val::Iter(Box::new(args.first().cloned().unwrap_or(Val::Unknown)));
             }
             ("collect", Val::Iter(element)) => {
-                return match &**element {
-                    Val::Tensor(facts) => Val::Tensors {
-                        place: facts.place.clone(),
-                        mask: facts.mask,
-                    },
-                    _ => Val::Unknown,
-                };
+                return collection_of(vec![(**element).clone()]);
             }
             ("next" | "last" | "nth", Val::Iter(element)) => return (**element).clone(),
             (

@@ -89,6 +89,8 @@ impl Walker<'_> {
                         },
                         place,
                     ),
+                    // A collection of tuples.
+                    Val::Iter(element) => *element,
                     _ => Val::Unknown,
                 }
             }
