@@ -37,7 +37,7 @@ mod syntax;
 pub(crate) use syntax::first_span;
 use syntax::{
     expr_attrs, is_part, is_self, path_has_segment, root_ident, splits_a_tensor, strip_references,
-    type_name,
+    takes_next, type_name,
 };
 
 /// How deep the walker follows nested expressions before giving up on the
@@ -182,6 +182,8 @@ struct FnState {
     binding_items: bool,
     /// Bindings being made are parts of one tensor (its rows, its chunks).
     binding_parts: bool,
+    /// Bindings being made hold the next item of an iterator or loader.
+    binding_next: bool,
     /// The length of `bindings` at the start of each open scope.
     scopes: Vec<usize>,
     /// Where the walk is: function, loop, periodic guard, statement.
@@ -215,6 +217,9 @@ struct Binding {
     item: bool,
     /// Bound to a part of one tensor (`t.get(i)`, an item of `t.unbind(0)`).
     part: bool,
+    /// Bound to the next item of an iterator or loader (`it.next()`),
+    /// `None` when the data ran out.
+    next: bool,
 }
 
 /// Walks one parsed file.
@@ -638,12 +643,14 @@ impl<'a> Walker<'a> {
         let depth = self.fn_state.scopes.len();
         let item = self.fn_state.binding_items;
         let part = self.fn_state.binding_parts;
+        let next = self.fn_state.binding_next;
         self.fn_state.bindings.push(Binding {
             name,
             value,
             depth,
             item,
             part,
+            next,
         });
     }
 
@@ -931,14 +938,52 @@ impl<'a> Walker<'a> {
         self.last_try_into = None;
         let value = self.expr(&init.expr);
         if let Some((_, diverge)) = &init.diverge {
-            self.expr(diverge);
+            // `let Some(batch) = loader.next() else { .. }`: the data ran out.
+            let guard = self
+                .takes_next_item(&init.expr)
+                .then(|| format!("{} is None", self.source_of(&*init.expr)));
+            self.guarded(guard, |w| {
+                w.expr(diverge);
+            });
         }
         if let Pat::Type(pt) = &local.pat {
             self.annotated_try_into(&pt.ty, &init.expr);
         }
         self.fn_state.binding_parts = self.holds_parts(&init.expr);
+        self.fn_state.binding_next = takes_next(&init.expr);
         self.bind_pat(&local.pat, value);
         self.fn_state.binding_parts = false;
+        self.fn_state.binding_next = false;
+    }
+
+    /// Whether an expression is the next item of an iterator or loader,
+    /// taken here or bound from one (`batch` in `let batch = it.next()`).
+    fn takes_next_item(&self, expr: &Expr) -> bool {
+        takes_next(expr)
+            || matches!(expr, Expr::Path(p) if p.path.get_ident().is_some_and(|name| {
+                self.fn_state
+                    .bindings
+                    .iter()
+                    .rev()
+                    .find(|b| *name == b.name)
+                    .is_some_and(|b| b.next)
+            }))
+    }
+
+    /// Walks `walk` behind a guard that holds on few iterations (a
+    /// periodic one, the last batch, the data running out), if any.
+    pub(crate) fn guarded<T>(
+        &mut self,
+        guard: Option<String>,
+        walk: impl FnOnce(&mut Self) -> T,
+    ) -> T {
+        let saved = self.fn_state.context.periodic.clone();
+        if guard.is_some() {
+            self.fn_state.context.periodic = guard;
+        }
+        let value = walk(self);
+        self.fn_state.context.periodic = saved;
+        value
     }
 
     /// Whether an expression is a part of one tensor, or parts of one:

@@ -2,7 +2,10 @@
 //! and guard code runs in, and the stores into fields it makes.
 
 use super::*;
-use syntax::{drives_requests, driving_tensor_iter, is_periodic, is_range, moves_its_input};
+use syntax::{
+    drives_requests, driving_tensor_iter, is_last_step, is_none_pattern, is_periodic, is_range,
+    moves_its_input,
+};
 
 impl Walker<'_> {
     // ----- expressions -------------------------------------------------
@@ -237,7 +240,13 @@ impl Walker<'_> {
     pub(super) fn if_expr(&mut self, i: &ExprIf) -> Val {
         self.push_scope();
         self.expr(&i.cond);
-        let guard = is_periodic(&i.cond).then(|| self.source_of(&*i.cond));
+        // A guard that holds on few iterations: every N steps, the last
+        // batch of an epoch, the data running out (`batch.is_none()` of a
+        // `next()`).
+        let ran_out = matches!(&*i.cond, Expr::MethodCall(m)
+            if m.method == "is_none" && self.takes_next_item(&m.receiver));
+        let guard = (is_periodic(&i.cond) || is_last_step(&i.cond) || ran_out)
+            .then(|| self.source_of(&*i.cond));
         let saved = self.fn_state.context.periodic.clone();
         if guard.is_some() {
             self.fn_state.context.periodic = guard;
@@ -273,7 +282,10 @@ impl Walker<'_> {
             if let Some((_, guard)) = &arm.guard {
                 self.expr(guard);
             }
-            let arm_value = self.expr(&arm.body);
+            // `None =>` of `loader.next()`: the data ran out.
+            let ran_out = (is_none_pattern(&arm.pat) && self.takes_next_item(&m.expr))
+                .then(|| format!("{} is None", self.source_of(&*m.expr)));
+            let arm_value = self.guarded(ran_out, |w| w.expr(&arm.body));
             self.pop_scope();
             value = Some(match value {
                 Some(v) => v.join(arm_value),

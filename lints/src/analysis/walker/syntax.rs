@@ -247,6 +247,57 @@ pub(super) fn is_periodic(cond: &Expr) -> bool {
     }
 }
 
+/// A condition that picks out the last (or first) iteration of a pass over
+/// the data, once per epoch: an equality with one side off by one
+/// (`batch_idx == n_batches - 1`, `i + 1 == len`), possibly joined with
+/// `&&` to anything.
+pub(super) fn is_last_step(cond: &Expr) -> bool {
+    fn off_by_one(e: &Expr) -> bool {
+        match e {
+            Expr::Binary(b) if matches!(b.op, BinOp::Sub(_) | BinOp::Add(_)) => {
+                matches!(&*b.right, Expr::Lit(l) if matches!(&l.lit, syn::Lit::Int(i) if i.base10_digits() == "1"))
+            }
+            Expr::Paren(p) => off_by_one(&p.expr),
+            _ => false,
+        }
+    }
+    match cond {
+        Expr::Binary(b) => match b.op {
+            BinOp::Eq(_) => off_by_one(&b.left) || off_by_one(&b.right),
+            BinOp::And(_) => is_last_step(&b.left) || is_last_step(&b.right),
+            _ => false,
+        },
+        Expr::Paren(p) => is_last_step(&p.expr),
+        _ => false,
+    }
+}
+
+/// `None` as a pattern.
+pub(super) fn is_none_pattern(pat: &Pat) -> bool {
+    match pat {
+        Pat::Ident(p) => p.ident == "None" && p.subpat.is_none(),
+        Pat::Path(p) => p.path.segments.last().is_some_and(|s| s.ident == "None"),
+        Pat::Paren(p) => is_none_pattern(&p.pat),
+        _ => false,
+    }
+}
+
+/// Whether an expression takes the next item of an iterator or a data
+/// loader (`iter.next()`, `loader.next_batch()`): `None` means the data
+/// ran out, once per pass over it.
+pub(super) fn takes_next(expr: &Expr) -> bool {
+    match expr {
+        Expr::MethodCall(m) => {
+            let name = m.method.to_string();
+            name == "next" || name.starts_with("next_")
+        }
+        Expr::Await(a) => takes_next(&a.base),
+        Expr::Paren(p) => takes_next(&p.expr),
+        Expr::Reference(r) => takes_next(&r.expr),
+        _ => false,
+    }
+}
+
 /// A condition that holds on few iterations of a loop: a periodic guard, or
 /// an equality, which picks out particular steps (`i == n_steps - 1`,
 /// `step == 0`), or a disjunction of those. A comparison such as `i > 10`
