@@ -218,6 +218,8 @@ pub(crate) struct CrateIndex<'a> {
     traits: HashSet<&'a str>,
     /// Each trait's supertraits, by name.
     supertraits: HashMap<&'a str, Vec<&'a str>>,
+    /// Aliases of types tch converts tensors into.
+    aliases: HashSet<&'a str>,
     local_types: HashSet<&'a str>,
     callers: RefCell<Option<Callers>>,
     places: RefCell<HashMap<PlaceKey, bool>>,
@@ -240,6 +242,7 @@ impl<'a> CrateIndex<'a> {
         let mut traits_of: HashMap<&str, Vec<&str>> = HashMap::new();
         let mut traits = HashSet::new();
         let mut supertraits: HashMap<&str, Vec<&str>> = HashMap::new();
+        let mut aliases = HashSet::new();
         let mut local_types = HashSet::new();
         for (file_index, file) in files.iter().enumerate() {
             let facts = file.facts;
@@ -272,6 +275,9 @@ impl<'a> CrateIndex<'a> {
                     fields.entry(name.as_str()).or_default().push(ty);
                 }
             }
+            for alias in &facts.aliases {
+                aliases.insert(alias.name.as_str());
+            }
             for declared in &facts.traits {
                 traits.insert(declared.name.as_str());
                 let list = supertraits.entry(declared.name.as_str()).or_default();
@@ -299,6 +305,7 @@ impl<'a> CrateIndex<'a> {
             traits_of,
             traits,
             supertraits,
+            aliases,
             local_types,
             callers: RefCell::new(None),
             places: RefCell::new(HashMap::new()),
@@ -683,6 +690,14 @@ impl<'a> CrateIndex<'a> {
         }
     }
 
+    /// Whether a site's conversion target is one tch converts tensors into:
+    /// always, unless it is a name only an alias of the crate can make one.
+    pub(crate) fn converts(&self, site: &Site) -> bool {
+        site.alias
+            .as_deref()
+            .is_none_or(|alias| self.aliases.contains(alias))
+    }
+
     /// Whether a site's condition on its subject's type holds.
     pub(crate) fn satisfied(&self, requirement: Option<&Requirement>, from: Option<usize>) -> bool {
         let Some(requirement) = requirement else {
@@ -786,7 +801,7 @@ impl<'a> CrateIndex<'a> {
                     continue;
                 };
                 let from = Some(file.unit);
-                if !self.satisfied(site.requirement.as_ref(), from) {
+                if !self.satisfied(site.requirement.as_ref(), from) || !self.converts(site) {
                     continue;
                 }
                 // Only parameters are left open: everything else is decided now.

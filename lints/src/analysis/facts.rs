@@ -84,6 +84,10 @@ pub struct Site {
     /// The subject is a whole value that changes with each iteration (a
     /// loop item), not a part of a tensor nor a value from outside the loop.
     pub item: bool,
+    /// A conversion into a type the file names but does not define
+    /// (`AttentionHead::try_from(t)`): it counts only if the crate defines
+    /// that name as an alias of a type tch converts tensors into.
+    pub alias: Option<String>,
 }
 
 /// A call that may reach a crate-local function.
@@ -261,6 +265,14 @@ pub struct FieldStore {
     pub function: Option<usize>,
 }
 
+/// A type alias of a type tch converts tensors into
+/// (`type AttentionHead = Vec<Vec<f32>>;`), by its name.
+#[derive(Clone, Debug)]
+pub struct AliasFacts {
+    /// The alias.
+    pub name: String,
+}
+
 /// A trait definition.
 #[derive(Clone, Debug)]
 pub struct TraitFacts {
@@ -300,6 +312,8 @@ pub struct FileFacts {
     pub uses: Vec<UseFacts>,
     /// Traits.
     pub traits: Vec<TraitFacts>,
+    /// Aliases of types tch converts tensors into.
+    pub aliases: Vec<AliasFacts>,
     /// Allow comments.
     pub(crate) suppressions: Suppressions,
     /// Parts of the file that could not be analysed: (line, message).

@@ -14,8 +14,8 @@ use syn::{
 };
 
 use super::facts::{
-    CallSite, Callee, Cold, Context, FieldStore, FileFacts, FnFacts, Loc, LoopFacts, Site,
-    StructFacts, TraitFacts, TyKind, UseFacts,
+    AliasFacts, CallSite, Callee, Cold, Context, FieldStore, FileFacts, FnFacts, Loc, LoopFacts,
+    Site, StructFacts, TraitFacts, TyKind, UseFacts,
 };
 use super::hot_path::{attrs_cold, cfg_macro_cold, Features};
 use super::types::{
@@ -444,6 +444,21 @@ impl<'a> Walker<'a> {
             Item::Use(u) => {
                 let mut prefix = Vec::new();
                 self.use_tree(&u.tree, &mut prefix);
+            }
+            Item::Type(t) => {
+                let target = match &*t.ty {
+                    Type::Path(p) => p
+                        .path
+                        .segments
+                        .last()
+                        .and_then(|s| conversion_target(&s.ident.to_string())),
+                    _ => None,
+                };
+                if target.is_some() {
+                    self.facts.aliases.push(AliasFacts {
+                        name: t.ident.to_string(),
+                    });
+                }
             }
             _ => {}
         }
@@ -1045,8 +1060,21 @@ impl<'a> Walker<'a> {
     }
 
     fn report_with(&mut self, hit: Hit, subject: &Val, loc: Loc, method: Option<&str>, item: bool) {
+        self.report_site(hit, subject, loc, method, item);
+    }
+
+    /// Records a hit like [`Self::report_with`]; the site's index, if one
+    /// was recorded.
+    fn report_site(
+        &mut self,
+        hit: Hit,
+        subject: &Val,
+        loc: Loc,
+        method: Option<&str>,
+        item: bool,
+    ) -> Option<usize> {
         let Gate::Report(requirement) = gate(subject, hit.need, self.mentions_tch, method) else {
-            return;
+            return None;
         };
         // `t.iter::<T>()` is a loop of its own: one read per item.
         let element_iter = hit.op == "iter::<T>";
@@ -1055,6 +1083,7 @@ impl<'a> Walker<'a> {
             self.mark_loop(|l| l.element_iter = true);
             saved
         });
+        let index = self.facts.sites.len();
         self.push_site(Site {
             hit,
             loc,
@@ -1064,10 +1093,12 @@ impl<'a> Walker<'a> {
             pattern: None,
             via: Vec::new(),
             item,
+            alias: None,
         });
         if let Some(saved) = saved {
             self.exit_loop(saved);
         }
+        Some(index)
     }
 
     fn push_site(&mut self, site: Site) {
@@ -1090,6 +1121,7 @@ impl<'a> Walker<'a> {
                 pattern: Some(index),
                 via: Vec::new(),
                 item: false,
+                alias: None,
             });
         }
     }

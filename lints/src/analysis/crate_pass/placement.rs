@@ -263,6 +263,7 @@ impl CrateIndex<'_> {
     pub(crate) fn site_syncs(&self, file: usize, site: &Site) -> bool {
         let from = Some(self.files[file].unit);
         self.satisfied(site.requirement.as_ref(), from)
+            && self.converts(site)
             && !self.is_cpu(&site.place, file, site.context.function)
     }
 }

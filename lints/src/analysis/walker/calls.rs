@@ -3,7 +3,18 @@
 //! as loops, and what a method call on a tensor or unknown value gives.
 
 use super::*;
+use crate::rules::host_sync::Target;
 use syntax::ends_in_reduction;
+
+/// A type name that may be a crate's alias of a type tch converts tensors
+/// into: capitalised, and not one of std's or tch's own types.
+fn is_alias_candidate(name: &str) -> bool {
+    name.starts_with(|c: char| c.is_ascii_uppercase())
+        && !matches!(
+            name,
+            "Tensor" | "Kind" | "Device" | "Self" | "String" | "PathBuf" | "Box" | "Rc" | "Arc"
+        )
+}
 
 impl Walker<'_> {
     pub(super) fn call(&mut self, c: &ExprCall) -> Val {
@@ -93,6 +104,17 @@ impl Walker<'_> {
                     }
                     self.report_on(hit, &subject, loc, c.args.first());
                     return Val::Other;
+                }
+                // `AttentionHead::try_from(t)`: a conversion into a type the
+                // crate may define as an alias of `Vec<Vec<f32>>`.
+                if name == "try_from" && is_alias_candidate(&type_name) {
+                    let op = format!("{written}::{name}");
+                    let hit = host_sync::conversion(&op, Target::Bulk, false, true);
+                    let subject = args.first().cloned().unwrap_or(Val::Unknown);
+                    let item = c.args.first().is_some_and(|a| self.is_item(a));
+                    if let Some(site) = self.report_site(hit, &subject, loc, None, item) {
+                        self.facts.sites[site].alias = Some(type_name);
+                    }
                 }
             }
         }
