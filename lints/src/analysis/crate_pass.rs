@@ -935,9 +935,15 @@ impl<'a> CrateIndex<'a> {
         let mut steps = vec![self.function(callee).display_name()];
         steps.extend(inner.steps.iter().cloned());
         let message = if any && syncing < callees.len() {
+            // Only this call's count: a count from a call further down the
+            // chain is about that call.
+            let operation = inner
+                .message
+                .rsplit_once(REACH_SUFFIX_START)
+                .filter(|(_, rest)| rest.ends_with(REACH_SUFFIX_END))
+                .map_or(inner.message.as_str(), |(operation, _)| operation);
             format!(
-                "{} (in {syncing} of the {} implementations this call can reach)",
-                inner.message,
+                "{operation}{REACH_SUFFIX_START}{syncing} of the {}{REACH_SUFFIX_END}",
                 callees.len()
             )
         } else {
@@ -953,6 +959,12 @@ impl<'a> CrateIndex<'a> {
         })
     }
 }
+
+/// How a message says in how many of the implementations a call reaches
+/// the operation syncs: ` (in 1 of the 3 implementations this call can
+/// reach)`.
+const REACH_SUFFIX_START: &str = " (in ";
+const REACH_SUFFIX_END: &str = " implementations this call can reach)";
 
 /// Records a way a function syncs unless it already has one like it;
 /// returns whether anything changed.

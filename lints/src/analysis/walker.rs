@@ -1017,8 +1017,8 @@ impl<'a> Walker<'a> {
             })
     }
 
-    /// `let x: f64 = t.try_into()?;`: the annotation says a scalar (or a
-    /// `Vec`, or an ndarray) is the target.
+    /// `let x: f64 = t.try_into()?;` or `let x: f32 = t.into();`: the
+    /// annotation says a scalar (or a `Vec`, or an ndarray) is the target.
     fn annotated_try_into(&mut self, ty: &Type, init: &Expr) {
         let Some(target) = annotation_target(ty) else {
             return;
@@ -1035,13 +1035,20 @@ impl<'a> Walker<'a> {
                 _ => break,
             }
         }
-        let is_try_into =
-            matches!(expr, Expr::MethodCall(m) if m.method == "try_into" && m.args.is_empty());
-        if let (true, Some((receiver, loc, by_ref, item))) =
-            (is_try_into, self.last_try_into.take())
+        // `.try_into()`, or the infallible `.into()` of tch's older
+        // `From<Tensor>` impls; on anything but a tensor `.into()` is some
+        // other conversion, so only a tensor's counts.
+        let conversion = match expr {
+            Expr::MethodCall(m) if m.args.is_empty() && m.method == "try_into" => Some(true),
+            Expr::MethodCall(m) if m.args.is_empty() && m.method == "into" => Some(false),
+            _ => None,
+        };
+        if let (Some(fallible), Some((receiver, loc, by_ref, item))) =
+            (conversion, self.last_try_into.take())
         {
-            let op = format!("try_into::<{}>", compact(ty));
-            let hit = host_sync::conversion(&op, target, by_ref, true);
+            let method = if fallible { "try_into" } else { "into" };
+            let op = format!("{method}::<{}>", compact(ty));
+            let hit = host_sync::conversion(&op, target, by_ref && fallible, fallible);
             self.report_with(hit, &receiver, loc, None, item);
         }
     }

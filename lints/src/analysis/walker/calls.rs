@@ -334,7 +334,7 @@ impl Walker<'_> {
         if !self.patterns.is_empty() {
             self.custom(&name, loc);
         }
-        if name == "try_into" && args.is_empty() {
+        if (name == "try_into" || name == "into") && args.is_empty() {
             let by_ref = matches!(&*m.receiver, Expr::Reference(_))
                 || matches!(&*m.receiver, Expr::Paren(p) if matches!(&*p.expr, Expr::Reference(_)));
             let item = self.is_item(&m.receiver);
