@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use crate::analysis::crate_pass::{CrateIndex, FileInfo, Unit};
 use crate::analysis::facts::{Cold, FileFacts};
 use crate::analysis::hot_path::Features;
-use crate::analysis::scope::{file_scope, FileScope};
+use crate::analysis::scope::{file_scope_in, FileScope};
 use crate::analysis::{analyze_source, AnalysisError};
 use crate::config::Config;
 use crate::workspace::{Layout, Membership};
@@ -79,7 +79,8 @@ fn run(inputs: Vec<Input<'_>>, mut errors: Vec<FileError>, config: &Config) -> R
         .iter()
         .map(|i| {
             let member = layout.membership(&i.path);
-            let scope = file_scope(&i.path, member.crate_root.as_deref());
+            let declared = layout.declared_targets(member.crate_root.as_deref());
+            let scope = file_scope_in(&i.path, member.crate_root.as_deref(), &declared);
             let features = layout.features(member.crate_root.as_deref());
             let crate_name = member
                 .crate_root

@@ -19,6 +19,8 @@ pub(crate) struct Manifest {
     pub workspace_root: bool,
     /// Its default features, plus those the configuration adds.
     pub features: Arc<Features>,
+    /// Targets it declares with explicit paths.
+    pub targets: scope::DeclaredTargets,
 }
 
 /// A file's crate and workspace.
@@ -70,6 +72,14 @@ impl Layout {
             .map_or(outside, |m| m.features.clone())
     }
 
+    /// The targets the crate's manifest declares with explicit paths.
+    pub(crate) fn declared_targets(&mut self, crate_root: Option<&Path>) -> scope::DeclaredTargets {
+        crate_root
+            .and_then(|root| self.manifest(root))
+            .map(|m| m.targets.clone())
+            .unwrap_or_default()
+    }
+
     /// The crate's name, from its manifest.
     pub(crate) fn crate_name(&mut self, crate_root: &Path) -> Option<String> {
         self.manifest(crate_root).and_then(|m| m.name.clone())
@@ -106,6 +116,10 @@ impl Layout {
                         name: table.as_ref().and_then(scope::crate_name),
                         workspace_root: table.as_ref().is_some_and(scope::is_workspace_root),
                         features: Arc::new(Features::from_manifest(&text, &self.extra_features)),
+                        targets: table
+                            .as_ref()
+                            .map(scope::declared_targets)
+                            .unwrap_or_default(),
                     }
                 });
             self.manifests.insert(dir.to_owned(), manifest);

@@ -3,7 +3,7 @@
 //! crate-local names resolve by path the way rustc resolves them, instead
 //! of merging every function of the same name.
 
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 
 /// What kind of target a unit is.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -38,12 +38,109 @@ impl FileScope {
     }
 }
 
+/// Targets a manifest places outside cargo's default layout: `[lib] path`
+/// and `[[bin]]`, `[[example]]`, `[[test]]`, `[[bench]]` entries with a
+/// `path`, relative to the crate root.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeclaredTargets {
+    /// The library's root file, when not `src/lib.rs`.
+    pub lib: Option<PathBuf>,
+    /// Other targets' root files.
+    pub roots: Vec<(Target, PathBuf)>,
+}
+
+/// The targets a manifest declares with explicit paths.
+pub fn declared_targets(manifest: &toml::Table) -> DeclaredTargets {
+    fn path_of(entry: &toml::Value) -> Option<&str> {
+        entry.get("path").and_then(toml::Value::as_str)
+    }
+    let lib = manifest
+        .get("lib")
+        .and_then(path_of)
+        .filter(|p| Path::new(p) != Path::new("src/lib.rs"))
+        .map(PathBuf::from);
+    let mut roots = Vec::new();
+    for (key, make) in [
+        ("bin", Target::Bin as fn(String) -> Target),
+        ("example", Target::Example),
+        ("test", Target::Test),
+        ("bench", Target::Bench),
+    ] {
+        for entry in manifest
+            .get(key)
+            .and_then(toml::Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(path) = path_of(entry) {
+                let name = entry.get("name").and_then(toml::Value::as_str).map_or_else(
+                    || {
+                        Path::new(path)
+                            .file_stem()
+                            .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
+                    },
+                    str::to_owned,
+                );
+                roots.push((make(name), PathBuf::from(path)));
+            }
+        }
+    }
+    DeclaredTargets { lib, roots }
+}
+
 /// The scope of `path`, given the root of the crate it belongs to (the
 /// directory of the nearest `Cargo.toml`), or `None` outside any crate.
 pub fn file_scope(path: &Path, crate_root: Option<&Path>) -> FileScope {
+    file_scope_in(path, crate_root, &DeclaredTargets::default())
+}
+
+/// [`file_scope`], honouring the targets the crate's manifest declares with
+/// explicit paths: a declared root file is its target, and the files in
+/// the directory of a library root declared outside `src/` are its modules.
+pub fn file_scope_in(
+    path: &Path,
+    crate_root: Option<&Path>,
+    declared: &DeclaredTargets,
+) -> FileScope {
     let relative = crate_root
         .and_then(|root| path.strip_prefix(root).ok())
         .unwrap_or(path);
+    if let Some((target, _)) = declared.roots.iter().find(|(_, root)| root == relative) {
+        return FileScope {
+            target: target.clone(),
+            module: Vec::new(),
+        };
+    }
+    if let Some(lib) = &declared.lib {
+        let dir = lib.parent().unwrap_or(Path::new(""));
+        let outside_default = !relative.starts_with("src")
+            && !["tests", "examples", "benches"]
+                .iter()
+                .any(|d| relative.starts_with(d));
+        if relative == lib.as_path() {
+            return FileScope {
+                target: Target::Lib,
+                module: Vec::new(),
+            };
+        }
+        if let (Ok(inside), true) = (relative.strip_prefix(dir), outside_default) {
+            let mut module: Vec<String> = inside
+                .components()
+                .filter_map(|c| match c {
+                    Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
+                    _ => None,
+                })
+                .map(|s| s.strip_suffix(".rs").map_or(s.clone(), str::to_owned))
+                .collect();
+            if module.last().is_some_and(|last| last == "mod") {
+                module.pop();
+            }
+            return FileScope {
+                target: Target::Lib,
+                module,
+            };
+        }
+    }
     let parts: Vec<String> = relative
         .components()
         .filter_map(|c| match c {
@@ -177,6 +274,31 @@ mod tests {
             (Target::Other("build".into()), module(&[]))
         );
         assert!(file_scope(Path::new("/r/tests/a.rs"), Some(Path::new("/r"))).is_test());
+    }
+
+    #[test]
+    fn targets_declared_with_paths_place_their_files() {
+        let manifest: toml::Table = toml::from_str(
+            "[lib]\npath = \"lib.rs\"\n[[bin]]\nname = \"a2c\"\npath = \"bins/a2c.rs\"\n",
+        )
+        .unwrap();
+        let declared = declared_targets(&manifest);
+        let scope = |path: &str| {
+            let s = file_scope_in(
+                Path::new(&format!("/r/{path}")),
+                Some(Path::new("/r")),
+                &declared,
+            );
+            (s.target, s.module)
+        };
+        assert_eq!(scope("lib.rs"), (Target::Lib, module(&[])));
+        assert_eq!(scope("a2c.rs"), (Target::Lib, module(&["a2c"])));
+        assert_eq!(scope("ppo/mod.rs"), (Target::Lib, module(&["ppo"])));
+        assert_eq!(
+            scope("bins/a2c.rs"),
+            (Target::Bin("a2c".into()), module(&[]))
+        );
+        assert_eq!(scope("tests/t.rs"), (Target::Test("t".into()), module(&[])));
     }
 
     #[test]
