@@ -220,6 +220,8 @@ pub(crate) struct CrateIndex<'a> {
     supertraits: HashMap<&'a str, Vec<&'a str>>,
     /// Aliases of types tch converts tensors into.
     aliases: HashSet<&'a str>,
+    /// Method calls by the method's name: (file, call index).
+    method_calls: HashMap<&'a str, Vec<(usize, usize)>>,
     local_types: HashSet<&'a str>,
     callers: RefCell<Option<Callers>>,
     places: RefCell<HashMap<PlaceKey, bool>>,
@@ -243,6 +245,7 @@ impl<'a> CrateIndex<'a> {
         let mut traits = HashSet::new();
         let mut supertraits: HashMap<&str, Vec<&str>> = HashMap::new();
         let mut aliases = HashSet::new();
+        let mut method_calls: HashMap<&str, Vec<(usize, usize)>> = HashMap::new();
         let mut local_types = HashSet::new();
         for (file_index, file) in files.iter().enumerate() {
             let facts = file.facts;
@@ -273,6 +276,14 @@ impl<'a> CrateIndex<'a> {
                 local_types.insert(structure.name.as_str());
                 for (name, ty) in &structure.fields {
                     fields.entry(name.as_str()).or_default().push(ty);
+                }
+            }
+            for (index, call) in facts.calls.iter().enumerate() {
+                if let Callee::Method { name, .. } = &call.callee {
+                    method_calls
+                        .entry(name.as_str())
+                        .or_default()
+                        .push((file_index, index));
                 }
             }
             for alias in &facts.aliases {
@@ -306,6 +317,7 @@ impl<'a> CrateIndex<'a> {
             traits,
             supertraits,
             aliases,
+            method_calls,
             local_types,
             callers: RefCell::new(None),
             places: RefCell::new(HashMap::new()),
@@ -665,7 +677,8 @@ impl<'a> CrateIndex<'a> {
                 Some(TyKind::Named(owner)) => {
                     let methods = self.methods_of(&owner, name, from);
                     if methods.is_empty() {
-                        is_constructor(name).then_some(TyKind::Named(owner))
+                        (is_constructor(name) || self.is_derived_setter(&owner, name))
+                            .then_some(TyKind::Named(owner))
                     } else {
                         self.common_return(&methods, depth)
                     }
@@ -688,6 +701,21 @@ impl<'a> CrateIndex<'a> {
             },
             TypeRef::Unknown => None,
         }
+    }
+
+    /// Whether `name` is a method a struct's derived builder gives it, which
+    /// hands back the same (builder) value: `X::builder()`, a setter named
+    /// after one of its fields, `build()`. The builder counts as the struct
+    /// itself, so that `X::builder().device(d).build()` stores into
+    /// `X.device`.
+    pub(crate) fn is_derived_setter(&self, owner: &str, name: &str) -> bool {
+        self.structs.get(owner).is_some_and(|defs| {
+            defs.iter().any(|(_, s)| {
+                s.setters
+                    && (matches!(name, "builder" | "build")
+                        || s.fields.iter().any(|(field, _)| field == name))
+            })
+        })
     }
 
     /// Whether a site's conversion target is one tch converts tensors into:

@@ -250,6 +250,9 @@ pub struct StructFacts {
     pub name: String,
     /// Field names (tuple fields as `0`, `1`, ...) and types.
     pub fields: Vec<(String, TyKind)>,
+    /// It derives setters named after its fields (`#[derive(Setters)]`,
+    /// `#[derive(Builder)]`): `builder.vs(store)` stores into `vs`.
+    pub setters: bool,
 }
 
 /// A value stored into a struct's field: `S { f: v }`, `self.f = v`.
@@ -261,6 +264,9 @@ pub struct FieldStore {
     pub field: String,
     /// Where the stored value lives; `None` when it holds no data.
     pub place: Option<Place>,
+    /// The stored value is known to hold no data (`None`, a number, a
+    /// string), unlike a value of unknown kind.
+    pub empty: bool,
     /// The function that stores it (its parameters place the value).
     pub function: Option<usize>,
 }

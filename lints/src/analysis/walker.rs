@@ -412,7 +412,12 @@ impl<'a> Walker<'a> {
                         (field, classify_in(&f.ty, Some(&name), &generics))
                     })
                     .collect();
-                self.facts.structs.push(StructFacts { name, fields });
+                let setters = derives_setters(&s.attrs);
+                self.facts.structs.push(StructFacts {
+                    name,
+                    fields,
+                    setters,
+                });
             }
             Item::Enum(e) => {
                 // Each variant with fields is a struct named `Enum::Variant`,
@@ -438,6 +443,7 @@ impl<'a> Walker<'a> {
                     self.facts.structs.push(StructFacts {
                         name: format!("{name}::{}", variant.ident),
                         fields,
+                        setters: false,
                     });
                 }
             }
@@ -1217,6 +1223,30 @@ impl<'a> Walker<'a> {
         self.fn_state.context.cold = saved;
         value
     }
+}
+
+/// Whether a struct derives setters named after its fields
+/// (`#[derive(Setters)]` of derive-setters, `#[derive(Builder)]` of
+/// derive_builder, `#[derive(TypedBuilder)]`).
+fn derives_setters(attrs: &[Attribute]) -> bool {
+    attrs
+        .iter()
+        .filter(|a| a.path().is_ident("derive"))
+        .any(|a| {
+            let mut found = false;
+            let _ = a.parse_nested_meta(|meta| {
+                if meta.path.segments.last().is_some_and(|s| {
+                    matches!(
+                        s.ident.to_string().as_str(),
+                        "Setters" | "Builder" | "TypedBuilder"
+                    )
+                }) {
+                    found = true;
+                }
+                Ok(())
+            });
+            found
+        })
 }
 
 /// A collection just built, holding nothing known: `Vec::new()`,

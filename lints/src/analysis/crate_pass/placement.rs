@@ -210,16 +210,64 @@ impl CrateIndex<'_> {
     /// Whether every value the crate stores into `owner.field` is on the CPU.
     pub(super) fn field_cpu(&self, owner: &str, field: &str, depth: usize) -> bool {
         self.memo(PlaceKey::Field(owner.to_owned(), field.to_owned()), || {
-            let Some(stores) = self.stores.get(&(owner, field)) else {
-                return false;
-            };
-            stores.iter().all(|(file, store)| {
-                store.place.as_ref().is_some_and(|place| {
-                    let env = Env::In(store.function.map(|f| (*file, f)));
-                    self.place_cpu(place, *file, &env, depth + 1)
+            let stores = self
+                .stores
+                .get(&(owner, field))
+                .map_or(&[][..], Vec::as_slice);
+            // Stores of nothing (`None`, a number) say nothing about where
+            // the field's data is; every other store must be CPU data.
+            let with_data: Vec<&(usize, &FieldStore)> =
+                stores.iter().filter(|(_, store)| !store.empty).collect();
+            let setters = self.setter_calls(owner, field);
+            (!with_data.is_empty() || !setters.is_empty())
+                && with_data.iter().all(|(file, store)| {
+                    store.place.as_ref().is_some_and(|place| {
+                        let env = Env::In(store.function.map(|f| (*file, f)));
+                        self.place_cpu(place, *file, &env, depth + 1)
+                    })
                 })
-            })
+                && setters.iter().all(|&(file, call)| {
+                    let call = &self.files[file].facts.calls[call];
+                    call.args.get(1).cloned().flatten().is_some_and(|place| {
+                        let env = Env::In(call.context.function.map(|f| (file, f)));
+                        self.place_cpu(&place, file, &env, depth + 1)
+                    })
+                })
         })
+    }
+
+    /// Calls of a setter the struct derives for the field
+    /// (`builder.vs(store)` with `#[derive(Setters)]`): a method named
+    /// after the field, taking one argument, on a receiver of the struct's
+    /// type, that the crate does not define.
+    fn setter_calls(&self, owner: &str, field: &str) -> Vec<(usize, usize)> {
+        let derives = self
+            .structs
+            .get(owner)
+            .is_some_and(|defs| defs.iter().any(|(_, s)| s.setters));
+        if !derives {
+            return Vec::new();
+        }
+        let Some(calls) = self.method_calls.get(field) else {
+            return Vec::new();
+        };
+        calls
+            .iter()
+            .copied()
+            .filter(|&(file, index)| {
+                let call = &self.files[file].facts.calls[index];
+                let Callee::Method { receiver, .. } = &call.callee else {
+                    return false;
+                };
+                call.args.len() == 2
+                    && !matches!(call.context.cold, Some(Cold::Test | Cold::DebugAssertion))
+                    && self.resolve(receiver, Some(self.files[file].unit))
+                        == Some(TyKind::Named(owner.to_owned()))
+                    && self
+                        .methods_of(owner, field, Some(self.files[file].unit))
+                        .is_empty()
+            })
+            .collect()
     }
 
     /// Whether every crate call of a function passes CPU data as parameter

@@ -51,6 +51,20 @@ impl Walker<'_> {
                 }
                 None => {}
             }
+            // `Wrapper(out)`, `Self(out)`: a tuple struct built like a
+            // struct literal, storing each argument into its field.
+            if name.starts_with(|c: char| c.is_ascii_uppercase())
+                && !matches!(name.as_str(), "Some" | "Ok" | "Err" | "Box")
+            {
+                let owner = if name == "Self" {
+                    self.fn_state.self_ty.clone()
+                } else {
+                    Some(name.clone())
+                };
+                if let Some(owner) = owner {
+                    return self.tuple_struct(owner, c);
+                }
+            }
         }
 
         // `tch::no_grad(|| ..)` returns what the closure returns.

@@ -204,6 +204,24 @@ impl Walker<'_> {
         }
     }
 
+    /// `Owner(a, b)`: stores each argument into its field (`0`, `1`, ...);
+    /// the value is on the CPU if every argument that holds data is.
+    pub(super) fn tuple_struct(&mut self, owner: String, c: &ExprCall) -> Val {
+        let mut place: Option<Place> = None;
+        for (index, arg) in c.args.iter().enumerate() {
+            let value = self.expr(arg);
+            if let Some(p) = value.place() {
+                place = Some(place.map_or(p.clone(), |before| before.both(p)));
+            }
+            let member = Member::Unnamed(syn::Index {
+                index: index as u32,
+                span: Span::call_site(),
+            });
+            self.store_field(Some(owner.clone()), &member, &value);
+        }
+        Val::Deferred(TypeRef::Named(owner), place.unwrap_or_default())
+    }
+
     /// Records `owner.field = value` (`owner` defaults to `Self`).
     pub(super) fn store_field(&mut self, owner: Option<String>, member: &Member, value: &Val) {
         let Some(owner) = owner.or_else(|| self.fn_state.self_ty.clone()) else {
@@ -217,6 +235,7 @@ impl Walker<'_> {
             owner,
             field,
             place: value.place(),
+            empty: *value == Val::Other,
             function: self.fn_state.context.function,
         });
     }
@@ -461,6 +480,8 @@ impl Walker<'_> {
             }
             return match name.as_str() {
                 "FLOAT_CPU" | "DOUBLE_CPU" | "INT64_CPU" => cpu_options(),
+                // An absent value holds no data.
+                "None" => Val::Other,
                 _ => Val::Unknown,
             };
         }
