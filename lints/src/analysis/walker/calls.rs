@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::rules::host_sync::Target;
-use syntax::ends_in_reduction;
+use syntax::{ends_in_reduction, names_a_kind};
 
 /// A type name that may be a crate's alias of a type tch converts tensors
 /// into: capitalised, and not one of std's or tch's own types.
@@ -586,7 +586,7 @@ impl Walker<'_> {
             Val::Unknown | Val::Deferred(..)
                 if self.mentions_tch
                     && matches!(name, "mean" | "sum" | "prod")
-                    && matches!(m.args.first(), Some(Expr::Path(p)) if path_has_segment(&p.path, "Kind")) =>
+                    && matches!(m.args.first(), Some(Expr::Path(p)) if names_a_kind(&p.path)) =>
             {
                 Val::Tensor(TensorFacts {
                     place: receiver_place,

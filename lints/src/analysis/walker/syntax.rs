@@ -15,6 +15,29 @@ pub(super) fn path_has_segment(path: &syn::Path, name: &str) -> bool {
     path.segments.iter().any(|s| s.ident == name)
 }
 
+/// Whether a path names a tch `Kind`: `Kind::Float`, or a variant imported
+/// on its own (`use tch::Kind::Float;` then `Float`).
+pub(super) fn names_a_kind(path: &syn::Path) -> bool {
+    path_has_segment(path, "Kind")
+        || path.get_ident().is_some_and(|ident| {
+            matches!(
+                ident.to_string().as_str(),
+                "Float"
+                    | "Double"
+                    | "Half"
+                    | "BFloat16"
+                    | "Int64"
+                    | "Int"
+                    | "Int16"
+                    | "Int8"
+                    | "Uint8"
+                    | "Bool"
+                    | "ComplexFloat"
+                    | "ComplexDouble"
+            )
+        })
+}
+
 pub(super) fn is_self(expr: &Expr) -> bool {
     matches!(expr, Expr::Path(p) if p.path.is_ident("self"))
 }
