@@ -175,7 +175,11 @@ fn judge(
         });
     let quiet = quiet_because.is_some();
     let element_iter = facts.loops[loop_id].element_iter;
-    if quiet || !element_iter {
+    if let (false, Some(helper)) = (quiet, &facts.loops[loop_id].inside_helper) {
+        read.notes.push(format!(
+            "`{helper}` runs a loop of its own over the mini-batches: the host waits for the device once per mini-batch"
+        ));
+    } else if quiet || !element_iter {
         read.notes.push(quiet_because.unwrap_or_else(|| {
             format!(
                 "inside the loop at line {loop_line}: the host waits for the device on every iteration"

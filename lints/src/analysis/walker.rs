@@ -1089,11 +1089,16 @@ impl<'a> Walker<'a> {
         let Gate::Report(requirement) = gate(subject, hit.need, self.mentions_tch, method) else {
             return None;
         };
-        // `t.iter::<T>()` is a loop of its own: one read per item.
+        // `t.iter::<T>()` is a loop of its own: one read per item, and so
+        // is a helper that loops over mini-batches itself.
         let element_iter = hit.op == "iter::<T>";
-        let saved = element_iter.then(|| {
+        let helper = crate::rules::syncing_helper::loops_itself(&hit.op).then(|| hit.op.clone());
+        let saved = (element_iter || helper.is_some()).then(|| {
             let saved = self.enter_loop(false, loc.line);
-            self.mark_loop(|l| l.element_iter = true);
+            self.mark_loop(|l| {
+                l.element_iter = element_iter;
+                l.inside_helper = helper;
+            });
             saved
         });
         let index = self.facts.sites.len();

@@ -6,10 +6,11 @@ use crate::analysis::values::Val;
 declare_rule! {
     /// ### What it does
     /// Finds calls to tch helpers that read tensors back to the host inside
-    /// their own implementation, when they are called in a loop:
-    /// `batch_accuracy_for_logits` (one scalar read per mini-batch),
-    /// `Optimizer::clip_grad_norm` and `Optimizer::backward_step_clip_norm`
-    /// (both read the total gradient norm with `f64::try_from`).
+    /// their own implementation: `batch_accuracy_for_logits` (one scalar
+    /// read per mini-batch, in a loop of its own, so wherever it is called),
+    /// and, when they are called in a loop, `Optimizer::clip_grad_norm` and
+    /// `Optimizer::backward_step_clip_norm` (both read the total gradient
+    /// norm with `f64::try_from`).
     ///
     /// ### Why is this bad
     /// The sync is invisible at the call site but just as real: the host
@@ -37,8 +38,14 @@ declare_rule! {
     pub SYNCING_HELPER,
     id: RuleId::SyncingHelper,
     level: Warn,
-    summary: "tch helpers that sync internally (`clip_grad_norm`, `batch_accuracy_for_logits`, ...) inside loops",
-    help: "clip on the device (`backward_step_clip`, or scale by a norm kept as a tensor), and evaluate accuracy once per epoch",
+    summary: "tch helpers that sync internally (`clip_grad_norm` in loops, `batch_accuracy_for_logits` anywhere: it loops itself)",
+    help: "clip on the device (`backward_step_clip`, or scale by a norm kept as a tensor); for accuracy, sum the correct predictions of the mini-batches on the device and read the total once",
+}
+
+/// Whether a helper runs a loop of its own with one read per iteration:
+/// then every call is reported, as a loop, whatever loop it is called in.
+pub(crate) fn loops_itself(op: &str) -> bool {
+    op == "batch_accuracy_for_logits"
 }
 
 /// Checks a method call for a tch helper that syncs internally.
