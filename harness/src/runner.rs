@@ -534,6 +534,11 @@ pub fn run_with(cases: Vec<Case>, options: Options, libtest_args: Vec<String>) -
             std::env::var_os("CARGO_MANIFEST_DIR").map(|d| PathBuf::from(d).join("snapshots"))
         })
         .map(|dir| std::path::absolute(&dir).unwrap_or(dir));
+    if std::env::var_os("INSTA_OUTPUT").is_none() {
+        // The readbacks check says what changed and how to review it; insta's own
+        // diff and its advice to run cargo-insta would repeat it, less precisely.
+        std::env::set_var("INSTA_OUTPUT", "none");
+    }
     if std::env::var_os("INSTA_WORKSPACE_ROOT").is_none() {
         if let Ok(cwd) = std::env::current_dir() {
             // insta otherwise asks cargo, which may not exist where the matrix runs.
