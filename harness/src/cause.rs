@@ -110,12 +110,7 @@ fn describe_panic(info: &PanicHookInfo<'_>) -> String {
 fn user_call_site() -> Option<String> {
     let trace = backtrace::Backtrace::new_unresolved();
     let addresses: Vec<usize> = trace.frames().iter().map(|f| f.ip() as usize).collect();
-    let found = crate::observer::sites::call_site(&addresses);
-    let site = found.site?;
-    Some(match found.api {
-        Some(api) => format!("{site} ({api})"),
-        None => site.to_string(),
-    })
+    crate::observer::sites::call_site(&addresses).located()
 }
 
 /// Runs `body`, turning a panic into `Err(one line)` without printing it.

@@ -84,12 +84,7 @@ pub fn failing_line(
             let (output, trace) =
                 crate::observer::observe_every_line(expect, || trainer.step(&batch)).ok()?;
             if output.is_err() {
-                let call = crate::observer::last_call_site(&trace)?;
-                let site = call.site?;
-                return Some(match call.api {
-                    Some(api) => format!("{site} ({api})"),
-                    None => site.to_string(),
-                });
+                return crate::observer::last_call_site(&trace)?.located();
             }
         }
         None

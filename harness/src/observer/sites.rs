@@ -76,6 +76,17 @@ pub struct CallSite {
     pub intended: Option<String>,
 }
 
+impl CallSite {
+    /// `src/main.rs:88:17 (Tensor::view)`, as failures name a line; `None` without a user frame.
+    pub fn located(&self) -> Option<String> {
+        let site = self.site.as_ref()?;
+        Some(match &self.api {
+            Some(api) => format!("{site} ({api})"),
+            None => site.to_string(),
+        })
+    }
+}
+
 type Cache = Mutex<HashMap<usize, Arc<[Frame]>>>;
 
 fn cache() -> &'static Cache {
