@@ -613,24 +613,7 @@ impl<'t> Analysis<'t> {
                 if !self.on_accelerator() && record.parent.is_none() && &*record.name == "aten::to"
                 {
                     let call = self.calls[index].clone().unwrap_or_default();
-                    let batch = args
-                        .first()
-                        .filter(|a| self.host_batch.contains(&a.storage));
-                    if let Some(arg) = batch {
-                        if is_one_of(call.api.as_deref(), MOVES)
-                            && !self.is_literal_move_to_cpu(index)
-                        {
-                            // On an accelerator the copy is on the device from here on.
-                            host_made.remove(&arg.storage);
-                            findings.push(PlacementFinding::BatchUpload {
-                                op: call.api.clone().unwrap_or_else(|| record.name.to_string()),
-                                sizes: arg.sizes.to_vec(),
-                                blocking: None,
-                                call,
-                            });
-                        }
-                        continue;
-                    }
+                    // Host-made storages include a batch handed over on the host.
                     let moved = args.first().filter(|a| host_made.contains(&a.storage));
                     if let Some(arg) = moved {
                         if is_one_of(call.api.as_deref(), MOVES)
@@ -638,11 +621,22 @@ impl<'t> Analysis<'t> {
                         {
                             // On an accelerator the copy is on the device from here on.
                             host_made.remove(&arg.storage);
-                            findings.push(PlacementFinding::HostToDevice {
-                                op: call.api.clone().unwrap_or_else(|| record.name.to_string()),
-                                sizes: arg.sizes.to_vec(),
-                                on_device: false,
-                                call,
+                            let op = call.api.clone().unwrap_or_else(|| record.name.to_string());
+                            let sizes = arg.sizes.to_vec();
+                            findings.push(if self.host_batch.contains(&arg.storage) {
+                                PlacementFinding::BatchUpload {
+                                    op,
+                                    sizes,
+                                    blocking: None,
+                                    call,
+                                }
+                            } else {
+                                PlacementFinding::HostToDevice {
+                                    op,
+                                    sizes,
+                                    on_device: false,
+                                    call,
+                                }
                             });
                         }
                     }
