@@ -517,3 +517,150 @@ fn a_step_that_cannot_run_in_float64_fails_as_the_reference_at_its_line() {
         "{message}"
     );
 }
+
+/// A line of `source` holding `text`, and the column where `text` starts.
+fn line_and_column(source: &str, text: &str) -> (usize, usize) {
+    source
+        .lines()
+        .enumerate()
+        .find_map(|(i, l)| Some((i + 1, l.find(text)? + 1)))
+        .unwrap_or_else(|| panic!("no `{text}` in the source"))
+}
+
+#[test]
+fn a_binary_crate_s_step_is_seen_at_its_own_lines_from_the_first_run_to_a_reviewed_snapshot() {
+    // tests/fixtures/binary-crate: a `src/main.rs` written as tch's examples
+    // are, and the README's test target that includes it.
+    let repo = target_dir().join("user-crate-binary/user-crate");
+    devcheck_tests::user_crate_copy(&repo, |manifest| {
+        manifest + "\n[[test]]\nname = \"training\"\nharness = false\n"
+    });
+    let fixture = devcheck_tests::workspace_root().join("tests/fixtures/binary-crate");
+    devcheck_tests::copy_dir(&fixture, &repo);
+    let main_rs = std::fs::read_to_string(repo.join("src/main.rs")).unwrap();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let report = repo.join("report.json");
+    let run = |filter: &str| {
+        Command::new(&cargo)
+            .current_dir(&repo)
+            .args(["test", "--quiet", "--locked", "--test", "training", "--"])
+            .args(["--device", "cpu", "--timing-ms", "100", "--report"])
+            .arg(&report)
+            .arg(filter)
+            .env("CARGO_TARGET_DIR", target_dir())
+            .env_remove("DEVCHECK_REPORT")
+            .env_remove("DEVCHECK_SOURCE_ROOT")
+            .output()
+            .unwrap()
+    };
+    let trial = |report: &serde_json::Value, check: &str| {
+        report["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == format!("regression::{check}::cpu"))
+            .unwrap_or_else(|| panic!("no {check} trial: {report}"))
+            .clone()
+    };
+
+    // First run: every check, the one failure at the binary's own line.
+    let output = run("regression::");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(101), "{stderr}");
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert!(!text.contains("tests/../"), "{text}");
+    assert!(!stderr.contains("tests/../"), "{stderr}");
+    let first: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let (logged, logged_column) = line_and_column(&main_rs, "f64::try_from(&loss)");
+    let readbacks = trial(&first, "readbacks");
+    assert_eq!(readbacks["outcome"], "failed");
+    let message = readbacks["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!(
+            "1 host sync per step, budget 0: first at src/main.rs:{logged}:{logged_column} f64::try_from \
+             (scalar read) ×1 per step"
+        )),
+        "{message}"
+    );
+    assert!(message.contains("`cargo devcheck review`"), "{message}");
+    let pending = repo.join("snapshots/readbacks__regression.snap.new");
+    let recorded = std::fs::read_to_string(&pending).unwrap();
+    assert!(
+        recorded.ends_with(
+            "host syncs per step: 1\nsrc/main.rs · app::train_step · f64::try_from (scalar read) ×1\n"
+        ),
+        "{recorded}"
+    );
+    // The loader's batch, handed over on the host, is moved at the step's line.
+    // (`Tensor::to` where `to_device`, a one-line call of it, is compiled as a jump.)
+    let (moved, column) = line_and_column(&main_rs, "xs.to_device(device)");
+    let column = column + "xs.".len();
+    let placement = trial(&first, "placement");
+    assert_eq!(placement["outcome"], "passed", "{placement}");
+    let uploads = placement["metrics"]["batch_uploads"].as_array().unwrap();
+    assert_eq!(uploads.len(), 2, "{uploads:?}");
+    assert!(
+        uploads[0].as_str().unwrap().starts_with(&format!(
+            "src/main.rs:{moved}:{column}: the batch's [16, 8] tensor is moved to the device with \
+             `Tensor::to"
+        )),
+        "{uploads:?}"
+    );
+    for check in ["tolerance", "fallback", "memory"] {
+        assert_eq!(trial(&first, check)["outcome"], "passed", "{first}");
+    }
+
+    // Reviewed without cargo-insta: the pending file becomes the snapshot.
+    let output = Command::new(devcheck_tests::binary("cargo-devcheck", "cargo-devcheck"))
+        .current_dir(&repo)
+        .args(["devcheck", "review", "--accept"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(!pending.exists());
+    assert_eq!(
+        std::fs::read_to_string(repo.join("snapshots/readbacks__regression.snap")).unwrap(),
+        recorded
+    );
+
+    // A read added later is named first, at its line, before the reviewed one.
+    let added = "    let _largest = f64::try_from(predicted.abs().max())?;\n";
+    let edited = main_rs.replacen(
+        "    Ok((predicted, loss))\n",
+        &format!("{added}    Ok((predicted, loss))\n"),
+        1,
+    );
+    std::fs::write(repo.join("src/main.rs"), &edited).unwrap();
+    let (new_line, new_column) = line_and_column(&edited, "f64::try_from(predicted");
+    let output = run("regression::readbacks::");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(101), "{stderr}");
+    let second: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let message = trial(&second, "readbacks")["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Both reads are one snapshot line (a file, function and call: lines are
+    // left out so that an edit above them changes nothing); its count rose.
+    let new_site = format!(
+        "src/main.rs:{logged}:{logged_column}, src/main.rs:{new_line}:{new_column} f64::try_from \
+         (scalar read) ×2 per step (×1 in the reviewed snapshot)"
+    );
+    assert!(
+        message.starts_with(&format!(
+            "2 host syncs per step, budget 0: new at {new_site}"
+        )),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!(
+            "host syncs differ from the reviewed snapshot (new: {new_site}); review it with"
+        )),
+        "{message}"
+    );
+}

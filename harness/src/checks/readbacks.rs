@@ -49,17 +49,33 @@ impl ReadKey {
     }
 
     fn snapshot_line(&self, per_step: usize) -> String {
-        let intended = self
-            .intended
-            .as_ref()
-            .map_or(String::new(), |w| format!(", intended ({w})"));
+        format!("{}{per_step}{}", self.line_head(), self.line_tail())
+    }
+
+    /// A snapshot line's text before its count (`… (scalar read) ×`).
+    fn line_head(&self) -> String {
         format!(
-            "{} · {} · {} ({}) ×{per_step}{intended}",
+            "{} · {} · {} ({}) ×",
             self.file,
             self.function,
             self.what,
             self.kind.describe()
         )
+    }
+
+    /// A snapshot line's text after its count.
+    fn line_tail(&self) -> String {
+        self.intended
+            .as_ref()
+            .map_or(String::new(), |w| format!(", intended ({w})"))
+    }
+
+    /// The count of this read in a snapshot line, if the line is this read's.
+    fn count_in(&self, line: &str) -> Option<usize> {
+        line.strip_prefix(&self.line_head())?
+            .strip_suffix(&self.line_tail())?
+            .parse()
+            .ok()
     }
 }
 
@@ -237,10 +253,21 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
         )
     };
     let site_lines: Vec<String> = ordered.iter().map(|(key, s)| describe(key, s)).collect();
+    // The reviewed count of a read whose count changed: the snapshot has no
+    // lines, so which of its lines is new the change cannot tell.
+    let reviewed_count = |key: &ReadKey| {
+        reviewed
+            .iter()
+            .flatten()
+            .find_map(|line| key.count_in(line))
+    };
     let new_reads: Vec<String> = ordered
         .iter()
         .filter(|(key, s)| is_new(key, s))
-        .map(|(key, s)| describe(key, s))
+        .map(|(key, s)| match reviewed_count(key) {
+            Some(before) => format!("{} (×{before} in the reviewed snapshot)", describe(key, s)),
+            None => describe(key, s),
+        })
         .collect();
     let witness_lines: Vec<String> = only_witness
         .iter()
@@ -264,8 +291,9 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
     // are two things to fix, and the snapshot is written either way.
     let mut failures = Vec::new();
     if max_per_step > case.readback_budget {
-        let first = site_lines
+        let first = new_reads
             .first()
+            .or(site_lines.first())
             .or(witness_lines.first())
             .cloned()
             .unwrap_or_default();
@@ -298,6 +326,8 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
                 .flatten()
                 .filter(|line| !snapshot.lines().any(|l| l == *line))
                 .filter(|line| !line.starts_with("host syncs per step:"))
+                // A read still seen whose count changed is named above, as new.
+                .filter(|line| !seen.keys().any(|key| key.count_in(line).is_some()))
                 .cloned()
                 .collect(),
         };
@@ -429,5 +459,13 @@ mod tests {
             key.snapshot_line(2),
             "src/train.rs · Net::step · f64::try_from (scalar read) ×2"
         );
+        // A changed count is the same read's.
+        assert_eq!(key.count_in(&key.snapshot_line(1)), Some(1));
+        let intended = ReadKey {
+            intended: Some("readbacks::scalar_f64".into()),
+            ..key.clone()
+        };
+        assert_eq!(intended.count_in(&key.snapshot_line(1)), None);
+        assert_eq!(key.count_in(&intended.snapshot_line(1)), None);
     }
 }

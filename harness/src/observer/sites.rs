@@ -231,11 +231,13 @@ pub fn call_site_of_frames(frames: &[Frame]) -> CallSite {
             .map(|f| tch_call(&short_function(f)))
     };
     found.api = tch_frames.last().and_then(named);
+    // The next call inward with another name: `f64::try_from(tensor)` by value
+    // is the by-reference `f64::try_from` inside, the same call to the reader.
     found.inner_api = tch_frames
-        .len()
-        .checked_sub(2)
-        .and_then(|i| tch_frames.get(i))
-        .and_then(named);
+        .iter()
+        .rev()
+        .filter_map(named)
+        .find(|name| Some(name) != found.api.as_ref());
     found
 }
 
@@ -581,6 +583,27 @@ mod tests {
         assert_eq!(call.api.as_deref(), Some("f64::try_from"));
         assert_eq!(call.inner_api.as_deref(), Some("Tensor::to_device"));
         assert_eq!(call.intended.as_deref(), Some("readbacks::scalar_f64"));
+    }
+
+    #[test]
+    fn a_read_by_value_is_the_read_by_reference_inside_it() {
+        // `f64::try_from(x.max())`: the by-value impl calls the by-reference one,
+        // whose own calls were inlined; the read has no other inner call.
+        let tch = "/r/tch-0.24.0/src/tensor/convert.rs";
+        let frames = [
+            frame(
+                "<f64 as core::convert::TryFrom<&tch::wrappers::tensor::Tensor>>::try_from",
+                Some(tch),
+            ),
+            frame(
+                "<f64 as core::convert::TryFrom<tch::wrappers::tensor::Tensor>>::try_from",
+                Some(tch),
+            ),
+            frame("main::train_step", Some("src/main.rs")),
+        ];
+        let call = call_site_of_frames(&frames);
+        assert_eq!(call.api.as_deref(), Some("f64::try_from"));
+        assert_eq!(call.inner_api, None);
     }
 
     #[test]
