@@ -112,6 +112,7 @@ typedef struct {
   int32_t target_device_type; // the type of a Device argument (to, _to_copy), -1 if none
   uint32_t args_begin, args_end;      // its tensor arguments
   uint32_t frames_begin, frames_end;  // its native stack, captured for top-level ops that matter
+  const void* output_storage;  // a conversion's (to, _to_copy) result, for provenance; NULL otherwise
 } dc_op_record;
 
 // One tensor argument of an op.

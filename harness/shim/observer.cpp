@@ -218,6 +218,26 @@ class Session : public c10::DebugInfoBase {
     return index;
   }
 
+  // Keeps the storage a conversion made: a tensor converted on the host
+  // (`to_kind`) and then moved stays the same data for provenance.
+  void close(int32_t index, const at::RecordFunction& fn) {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (index < 0 || static_cast<size_t>(index) >= records_.size()) {
+      return;
+    }
+    Record& record = records_[static_cast<size_t>(index)];
+    if ((classes_[record.name] & kConversion) == 0 || (record.flags & DC_OP_BACKWARD_NODE) != 0) {
+      return;
+    }
+    const auto& outputs = fn.outputs();
+    if (!outputs.empty() && outputs[0].isTensor()) {
+      const auto& tensor = outputs[0].toTensor();
+      if (tensor.defined() && tensor.has_storage()) {
+        record.output_storage = tensor.storage().data();
+      }
+    }
+  }
+
   void set_error(const std::string& message) {
     std::lock_guard<std::mutex> guard(mutex_);
     if (error_.empty()) {
@@ -420,13 +440,24 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
   return nullptr;
 }
 
-void on_op_end(const at::RecordFunction&, at::ObserverContext*) {
+void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
   Session* session = current_session();
   if (session == nullptr || session->generation() != thread_ops.generation ||
       thread_ops.open.empty()) {
     return;
   }
+  int32_t index = thread_ops.open.back();
   thread_ops.open.pop_back();
+  try {
+    // A full session's placeholder is the parent, already closed or still open: skip.
+    if (index >= 0 && (thread_ops.open.empty() || thread_ops.open.back() != index)) {
+      session->close(index, fn);
+    }
+  } catch (const std::exception& e) {
+    session->set_error(std::string("op observer: ") + e.what());
+  } catch (...) {
+    session->set_error("op observer: unknown C++ exception");
+  }
 }
 
 struct Observer {
@@ -450,6 +481,7 @@ char* dc_observer_begin(const dc_observer_config* config, void** out) {
     observer->handle = at::addThreadLocalCallback(
         at::RecordFunctionCallback(&on_op_start, &on_op_end)
             .needsInputs(true)
+            .needsOutputs(true)
             .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
     observer->active = true;
     *out = observer.release();

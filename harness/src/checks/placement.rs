@@ -128,19 +128,32 @@ mod tests {
     use tch::nn::{self, Module};
     use tch::{Device, Kind, TchError, Tensor};
 
+    /// What a step does with the loader's batch.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Upload {
+        Moves,
+        /// Converts it on the host first (as min-gpt's bytes `to_kind(Int64)`).
+        ConvertsThenMoves,
+        Forgets,
+    }
+
     /// A step that moves the loader's batch itself, as tch's examples do.
     struct MovesItsBatch {
         fc: nn::Linear,
         device: Device,
-        moves: bool,
+        upload: Upload,
     }
 
     impl Model for MovesItsBatch {
         fn step(&mut self, batch: &Batch) -> Result<StepOutput, TchError> {
-            let x = if self.moves {
-                batch.get("x").to_device(self.device)
-            } else {
-                batch.get("x").shallow_clone()
+            let x = match self.upload {
+                Upload::Moves => batch.get("x").to_device(self.device),
+                Upload::ConvertsThenMoves => batch
+                    .get("x")
+                    .to_kind(Kind::Double)
+                    .to_device(self.device)
+                    .to_kind(Kind::Float),
+                Upload::Forgets => batch.get("x").shallow_clone(),
             };
             let out = self.fc.forward(&x);
             let loss = out.f_mean(None)?;
@@ -151,14 +164,14 @@ mod tests {
         }
     }
 
-    fn case(moves: bool) -> Case {
+    fn case(upload: Upload) -> Case {
         Case::new(
-            if moves { "moves" } else { "forgets" },
+            "uploads",
             move |vs| {
                 Ok(Box::new(MovesItsBatch {
                     fc: nn::linear(vs.root() / "fc", 4, 2, Default::default()),
                     device: vs.device(),
-                    moves,
+                    upload,
                 }) as Box<dyn Model>)
             },
             |_step| {
@@ -173,30 +186,41 @@ mod tests {
 
     #[test]
     fn a_batch_handed_over_on_the_host_is_seen_where_the_step_moves_it() {
-        let line = 1 + include_str!("placement.rs")
-            .lines()
-            .position(|l| l.contains("batch.get(\"x\").to_device(self.device)"))
-            .unwrap();
-        let moves = case(true);
-        let state = CaseState::new(moves.clone(), None, TimingBudget::default());
-        let verdict = run(&moves, DeviceSpec::Cpu, &state).unwrap();
-        assert!(verdict.passed, "{}", verdict.message);
-        let uploads = verdict.metrics["batch_uploads"].as_array().unwrap();
-        assert_eq!(uploads.len(), 1, "{}", verdict.metrics);
-        let upload = uploads[0].as_str().unwrap();
-        assert!(
-            upload.starts_with(&format!("harness/src/checks/placement.rs:{line}:")),
-            "{upload}"
-        );
-        assert!(
-            // tch's to_device may be inlined into its `to` frame.
-            upload.contains("the batch's [8, 4] tensor is moved to the device with `Tensor::to"),
-            "{upload}"
-        );
-        assert!(verdict.message.contains(upload), "{}", verdict.message);
+        let source = include_str!("placement.rs");
+        let line_of = |text: &str| 1 + source.lines().position(|l| l.trim() == text).unwrap();
+        for (upload, line) in [
+            (
+                Upload::Moves,
+                line_of("Upload::Moves => batch.get(\"x\").to_device(self.device),"),
+            ),
+            // Converted on the host, it is still the batch's data when moved.
+            (
+                Upload::ConvertsThenMoves,
+                line_of(".to_device(self.device)"),
+            ),
+        ] {
+            let case = case(upload);
+            let state = CaseState::new(case.clone(), None, TimingBudget::default());
+            let verdict = run(&case, DeviceSpec::Cpu, &state).unwrap();
+            assert!(verdict.passed, "{}", verdict.message);
+            let uploads = verdict.metrics["batch_uploads"].as_array().unwrap();
+            assert_eq!(uploads.len(), 1, "{}", verdict.metrics);
+            let upload = uploads[0].as_str().unwrap();
+            assert!(
+                upload.starts_with(&format!("harness/src/checks/placement.rs:{line}:")),
+                "{upload}"
+            );
+            assert!(
+                // tch's to_device may be inlined into its `to` frame.
+                upload
+                    .contains("the batch's [8, 4] tensor is moved to the device with `Tensor::to"),
+                "{upload}"
+            );
+            assert!(verdict.message.contains(upload), "{}", verdict.message);
+        }
 
         // Forgetting the move is what an accelerator refuses.
-        let forgets = case(false);
+        let forgets = case(Upload::Forgets);
         let state = CaseState::new(forgets.clone(), None, TimingBudget::default());
         let verdict = run(&forgets, DeviceSpec::Cpu, &state).unwrap();
         assert!(!verdict.passed);

@@ -312,6 +312,25 @@ impl<'t> Analysis<'t> {
     /// them is a batch upload, not a copy of data made in the step.
     pub fn with_host_batch(mut self, storages: impl IntoIterator<Item = usize>) -> Self {
         self.host_batch = storages.into_iter().filter(|s| *s != 0).collect();
+        // The batch converted on the host (`to_kind`, `to(Device::Cpu, kind)`)
+        // is the same data in a new storage: its move is still the batch's. One
+        // step only: on the CPU a conversion after the move looks the same.
+        let handed_over = self.host_batch.clone();
+        for record in &self.trace.records {
+            let converts_on_host = record.parent.is_none()
+                && record.output != 0
+                && matches!(&*record.name, "aten::to" | "aten::_to_copy")
+                && record.target_device.is_none_or(|d| d.is_cpu());
+            if converts_on_host {
+                let args = &self.trace.args[record.args.clone()];
+                if args
+                    .first()
+                    .is_some_and(|a| a.device.is_cpu() && handed_over.contains(&a.storage))
+                {
+                    self.host_batch.insert(record.output);
+                }
+            }
+        }
         self
     }
 

@@ -50,6 +50,7 @@ struct RawRecord {
     args_end: u32,
     frames_begin: u32,
     frames_end: u32,
+    output_storage: *const c_void,
 }
 
 #[repr(C)]
@@ -206,6 +207,8 @@ pub struct OpRecord {
     pub args: Range<usize>,
     /// Its native stack (return addresses), in `Trace::frames`; empty where none was captured.
     pub frames: Range<usize>,
+    /// The storage of a conversion's result (`to`, `_to_copy`); 0 for other ops.
+    pub output: usize,
 }
 
 impl OpRecord {
@@ -284,6 +287,7 @@ impl Trace {
             target_device: None,
             args: begin..self.args.len(),
             frames: 0..0,
+            output: 0,
         });
         self.records.len() - 1
     }
@@ -406,6 +410,7 @@ impl Installed {
                     .then(|| ArgDevice::from_raw(r.target_device_type, 0)),
                 args: r.args_begin as usize..r.args_end as usize,
                 frames: r.frames_begin as usize..r.frames_end as usize,
+                output: r.output_storage as usize,
             })
             .collect();
         Ok(Trace {
