@@ -176,8 +176,13 @@ class Session : public c10::DebugInfoBase {
         const auto& source = inputs[1].toTensor();
         const auto& target = inputs[0].toTensor();
         if (source.defined() && target.defined() && source.device().is_cpu() &&
-            !target.device().is_cpu() && source.is_pinned()) {
-          record.flags |= DC_OP_PINNED_SOURCE;
+            !target.device().is_cpu()) {
+          // `is_pinned` is an op: with callbacks on, it would come back here
+          // while this session's lock is held, and wait for itself forever.
+          at::DisableRecordFunctionGuard no_callbacks;
+          if (source.is_pinned()) {
+            record.flags |= DC_OP_PINNED_SOURCE;
+          }
         }
       }
       if ((kind & kHistc) != 0 && inputs.size() >= 4 && inputs[2].isScalar() &&
