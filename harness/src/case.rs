@@ -181,6 +181,8 @@ pub struct Case {
     pub(crate) batch_multiplier: i64,
     pub(crate) time_limit: Option<Duration>,
     pub(crate) host_batches: bool,
+    pub(crate) kept_layouts: Vec<(String, String)>,
+    pub(crate) deterministic: bool,
 }
 
 impl Case {
@@ -209,6 +211,8 @@ impl Case {
             batch_multiplier: 1,
             time_limit: None,
             host_batches: false,
+            kept_layouts: Vec::new(),
+            deterministic: false,
         }
     }
 
@@ -298,6 +302,28 @@ impl Case {
     /// still come in the case's dtype.
     pub fn host_batches(mut self) -> Self {
         self.host_batches = true;
+        self
+    }
+
+    /// Keeps the batch tensor `name` in the layout the batch function made it
+    /// in for the layout check, saying why (a kernel documented to need it).
+    pub fn keep_layout(mut self, name: impl Into<String>, reason: impl Into<String>) -> Self {
+        self.kept_layouts.push((name.into(), reason.into()));
+        self
+    }
+
+    /// Why the layout check keeps the batch tensor `name` as it is, if it does.
+    pub fn keeps_layout(&self, name: &str) -> Option<&str> {
+        self.kept_layouts
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, reason)| reason.as_str())
+    }
+
+    /// Requires two runs from the same state to be bitwise identical: the
+    /// repeatability check fails instead of reporting a difference.
+    pub fn deterministic(mut self) -> Self {
+        self.deterministic = true;
         self
     }
 

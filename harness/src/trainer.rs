@@ -161,6 +161,24 @@ impl<'c> Trainer<'c> {
         Ok(self.model.step(batch)?)
     }
 
+    /// Puts every 4-D parameter (a convolution's weight) in channels-last
+    /// memory, the same values in another layout, for the layout check; returns
+    /// how many. The optimizer holds the same variables, so it updates them there.
+    pub fn relayout_parameters(&mut self) -> Result<usize, TrialError> {
+        let mut relaid = 0;
+        tch::no_grad(|| -> Result<(), TrialError> {
+            for (_, mut variable) in self.vs.variables() {
+                if variable.dim() == 4 {
+                    let channels_last = crate::checks::layout::channels_last(&variable)?;
+                    variable.f_set_data(&channels_last)?;
+                    relaid += 1;
+                }
+            }
+            Ok(())
+        })?;
+        Ok(relaid)
+    }
+
     /// Makes batch `step` and runs it.
     pub fn run_step(&mut self, step: u64) -> Result<(Batch, StepOutput), TrialError> {
         let batch = self.batch(step)?;

@@ -9,11 +9,13 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 
-use crate::report::{Caveat, Machine, Outcome, Report, Trial, CHECKS};
+use crate::report::{Caveat, Machine, Outcome, Report, Trial, CHECKS, FIRST_CHECKS};
 
 /// The matrix of one report.
 #[derive(Debug)]
 pub struct DeviceMatrix<'a> {
+    /// The table's columns: the first six checks, and later ones the report has trials of.
+    pub checks: Vec<&'static str>,
     /// One row per case × device label, cases in run order.
     pub rows: Vec<Row<'a>>,
     /// Devices no machine ran, with the first reason given.
@@ -32,6 +34,9 @@ pub struct DeviceMatrix<'a> {
     pub not_run_count: usize,
 }
 
+/// Each of a table's checks with its trial, if it ran.
+type Cells<'a> = Vec<(&'static str, Option<&'a Trial>)>;
+
 /// One row: a case on one device label.
 #[derive(Debug)]
 pub struct Row<'a> {
@@ -39,15 +44,14 @@ pub struct Row<'a> {
     pub case: String,
     /// `cpu`, `cuda:0`, or `cpu@mac` when several machines ran the CPU.
     pub device: String,
-    /// The trial of each check, in `CHECKS` order; `None` where it did not run.
-    pub cells: [Option<&'a Trial>; 6],
+    /// Each of the table's checks with its trial; `None` where it did not run.
+    pub cells: Cells<'a>,
 }
 
 impl Row<'_> {
     /// The trial of one check.
     pub fn trial(&self, check: &str) -> Option<&Trial> {
-        let index = CHECKS.iter().position(|c| *c == check)?;
-        self.cells[index]
+        self.cells.iter().find(|(c, _)| *c == check)?.1
     }
 }
 
@@ -116,7 +120,17 @@ impl<'a> DeviceMatrix<'a> {
         }
         let label_order: Vec<String> = labels.into_values().collect();
 
-        let mut cells: BTreeMap<(usize, usize), [Option<&Trial>; 6]> = BTreeMap::new();
+        // A check added since the first six shows a column only in a report
+        // that has its trials, so a report written before it renders as it did.
+        let checks: Vec<&'static str> = CHECKS
+            .into_iter()
+            .enumerate()
+            .filter(|(i, check)| {
+                *i < FIRST_CHECKS || report.trials.iter().any(|t| t.check == *check)
+            })
+            .map(|(_, check)| check)
+            .collect();
+        let mut cells: BTreeMap<(usize, usize), Cells> = BTreeMap::new();
         let mut failures = Vec::new();
         let (mut passed, mut failed) = (0, 0);
         for trial in report.trials.iter().filter(ran) {
@@ -129,9 +143,11 @@ impl<'a> DeviceMatrix<'a> {
                 .iter()
                 .position(|c| *c == trial.case)
                 .expect("every case was collected");
-            let row = cells.entry((case_index, label_index)).or_default();
-            if let Some(check) = CHECKS.iter().position(|c| *c == trial.check) {
-                row[check] = Some(trial);
+            let row = cells
+                .entry((case_index, label_index))
+                .or_insert_with(|| checks.iter().map(|c| (*c, None)).collect());
+            if let Some(cell) = row.iter_mut().find(|(c, _)| *c == trial.check) {
+                cell.1 = Some(trial);
             }
             match trial.outcome {
                 Outcome::Failed => {
@@ -185,7 +201,7 @@ impl<'a> DeviceMatrix<'a> {
                 device: entry.device.clone(),
                 reason: entry.reason.clone(),
             });
-            not_run_count += report.cases.iter().flatten().count() * CHECKS.len();
+            not_run_count += report.cases.iter().flatten().count() * checks.len();
         }
         let cases_without_trials = report
             .cases
@@ -195,6 +211,7 @@ impl<'a> DeviceMatrix<'a> {
             .cloned()
             .collect();
         Self {
+            checks,
             rows,
             not_run,
             failures,
@@ -213,8 +230,8 @@ impl<'a> DeviceMatrix<'a> {
             .filter(|caveat| {
                 self.rows
                     .iter()
-                    .flat_map(|r| r.cells)
-                    .any(|cell| mark(cell) == caveat.mark())
+                    .flat_map(|r| &r.cells)
+                    .any(|(_, cell)| mark(*cell) == caveat.mark())
             })
             .collect()
     }
@@ -237,7 +254,7 @@ impl<'a> DeviceMatrix<'a> {
             .max(6);
         let mut out = String::new();
         let _ = write!(out, "{:case_width$}  {:device_width$}", "case", "device");
-        for check in CHECKS {
+        for check in &self.checks {
             let _ = write!(out, "  {check}");
         }
         out.push('\n');
@@ -247,8 +264,8 @@ impl<'a> DeviceMatrix<'a> {
                 "{:case_width$}  {:device_width$}",
                 row.case, row.device
             );
-            for (check, cell) in CHECKS.iter().zip(row.cells) {
-                let _ = write!(out, "  {:<width$}", mark(cell), width = check.len());
+            for (check, cell) in &row.cells {
+                let _ = write!(out, "  {:<width$}", mark(*cell), width = check.len());
             }
             out.truncate(out.trim_end().len());
             out.push('\n');
@@ -332,6 +349,34 @@ mod tests {
 
     fn single(host: &str, trials: Vec<Trial>) -> Report {
         one_machine(linux(host, Some("0123456789abcdef"), Map::new()), trials)
+    }
+
+    #[test]
+    fn the_later_checks_show_only_where_a_report_has_them() {
+        let with_layout = single(
+            "box",
+            vec![
+                trial("cnn", "placement", "cpu", Outcome::Passed, ""),
+                trial("cnn", "layout", "cpu", Outcome::Failed, "strides"),
+            ],
+        );
+        let matrix = DeviceMatrix::new(&with_layout);
+        assert_eq!(
+            matrix.checks,
+            [
+                "placement",
+                "tolerance",
+                "readbacks",
+                "timing",
+                "fallback",
+                "memory",
+                "layout"
+            ]
+        );
+        assert_eq!(
+            matrix.table().lines().nth(1).unwrap(),
+            "cnn   cpu     ✓          –          –          –       –         –       ✗"
+        );
     }
 
     #[test]

@@ -14,14 +14,20 @@ use serde_json::{Map, Value};
 /// The report layout this crate reads and writes.
 pub const SCHEMA: u64 = 1;
 
+/// How many of [`CHECKS`] every report's table shows; the later ones (layout,
+/// repeatability) show where a report has their trials.
+pub const FIRST_CHECKS: usize = 6;
+
 /// The checks, in the order the harness runs and tables show them.
-pub const CHECKS: [&str; 6] = [
+pub const CHECKS: [&str; 8] = [
     "placement",
     "tolerance",
     "readbacks",
     "timing",
     "fallback",
     "memory",
+    "layout",
+    "repeatability",
 ];
 
 /// How a trial ended.

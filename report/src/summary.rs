@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::device_matrix::{describe, mark, DeviceMatrix};
-use crate::report::{Report, CHECKS};
+use crate::report::Report;
 
 /// Failures listed openly up to this many; more go inside `<details>`.
 const OPEN_FAILURES: usize = 5;
@@ -80,16 +80,16 @@ pub fn markdown(report: &Report) -> String {
 
     if !matrix.rows.is_empty() {
         out.push_str("| case | device |");
-        for check in CHECKS {
+        for check in &matrix.checks {
             let _ = write!(out, " {check} |");
         }
         out.push_str(" worst Δ | readbacks/step | step (ms) |\n| --- | --- |");
-        out.push_str(&" :-: |".repeat(CHECKS.len()));
+        out.push_str(&" :-: |".repeat(matrix.checks.len()));
         out.push_str(" ---: | ---: | ---: |\n");
         for row in &matrix.rows {
             let _ = write!(out, "| {} | {} |", escape(&row.case), escape(&row.device));
-            for cell in row.cells {
-                let _ = write!(out, " {} |", mark(cell));
+            for (_, cell) in &row.cells {
+                let _ = write!(out, " {} |", mark(*cell));
             }
             let worst = row.trial("tolerance").and_then(|t| t.worst_difference());
             let readbacks = row
@@ -324,14 +324,14 @@ mod tests {
 
     #[test]
     fn many_failures_fold_into_details() {
-        let trials = CHECKS
+        let trials = crate::report::CHECKS
             .iter()
             .map(|c| trial(c, Outcome::Failed, "bad", json!({})))
             .collect();
         let summary = markdown(&report(trials));
         assert!(
             summary.contains(
-                "<details><summary>6 failed trials</summary>\n\n- `net::placement::cpu`: bad\n"
+                "<details><summary>8 failed trials</summary>\n\n- `net::placement::cpu`: bad\n"
             ),
             "{summary}"
         );

@@ -45,7 +45,7 @@ fn planted_faults_fail_exactly_their_checks_and_the_report_is_complete() {
     let report = read_report(&report_path);
     assert_eq!(report["complete"], true);
     let trials = report["trials"].as_array().unwrap();
-    assert_eq!(trials.len(), 14 * 6, "fourteen cases × six checks on cpu");
+    assert_eq!(trials.len(), 16 * 8, "sixteen cases × eight checks on cpu");
 
     let failed: BTreeSet<String> = trials
         .iter()
@@ -58,6 +58,8 @@ fn planted_faults_fail_exactly_their_checks_and_the_report_is_complete() {
         "fault-untracked-sync::readbacks::cpu",
         "fault-tolerance::tolerance::cpu",
         "fault-memory::memory::cpu",
+        "fault-layout::layout::cpu",
+        "fault-repeatability::repeatability::cpu",
     ]
     .map(String::from)
     .into();
@@ -75,13 +77,15 @@ fn planted_faults_fail_exactly_their_checks_and_the_report_is_complete() {
             "timing",
             "fallback",
             "memory",
+            "layout",
+            "repeatability",
         ] {
             expected.insert(format!("{crash}::{check}::cpu"));
         }
     }
     assert_eq!(failed, expected);
     assert_eq!(report["totals"]["failed"], expected.len());
-    assert_eq!(report["totals"]["passed"], 84 - expected.len());
+    assert_eq!(report["totals"]["passed"], 128 - expected.len());
     let message = |name: &str| {
         trials
             .iter()
@@ -111,7 +115,7 @@ fn planted_faults_fail_exactly_their_checks_and_the_report_is_complete() {
         "not run: `fault-hang::placement::cpu` of this case hung, and its thread may still hold the case"
     );
     assert!(report["interrupted"].is_null());
-    assert_eq!(report["cases"].as_array().unwrap().len(), 14);
+    assert_eq!(report["cases"].as_array().unwrap().len(), 16);
     // A read through no wrapper is seen on the CPU too, at its line: where an
     // accelerator will wait.
     let faults = std::fs::read_to_string(workspace_root().join("harness/src/cases/faults.rs"))
@@ -151,7 +155,7 @@ fn planted_faults_fail_exactly_their_checks_and_the_report_is_complete() {
     let stable: Vec<serde_json::Value> = trials
         .iter()
         .map(|t| {
-            let measured = matches!(t["check"].as_str(), Some("timing" | "memory" | "tolerance"))
+            let measured = matches!(t["check"].as_str(), Some("timing" | "memory" | "tolerance" | "layout" | "repeatability"))
                 && t["outcome"] == "passed";
             serde_json::json!({
                 "name": t["name"],
@@ -476,7 +480,7 @@ fn a_report_dir_gets_one_report_per_process() {
 }
 
 /// Starts every case's placement trial on the CPU, faults included, and waits
-/// until the hanging fault's trial (the last) is in flight, with the twelve
+/// until the hanging fault's trial (the last) is in flight, with the fifteen
 /// before it recorded. It hangs for its 3 s limit: time to send a signal.
 #[cfg(unix)]
 fn start_then_wait_for_the_hang(report: &std::path::Path) -> std::process::Child {
@@ -538,11 +542,11 @@ fn an_interrupted_run_leaves_a_valid_report_marked_partial() {
         serde_json::json!(["fault-hang::placement::cpu"])
     );
     let trials = report["trials"].as_array().unwrap();
-    assert_eq!(trials.len(), 13, "every trial that ended before the signal");
-    assert_eq!(trials[12]["name"], "fault-oom::placement::cpu");
+    assert_eq!(trials.len(), 15, "every trial that ended before the signal");
+    assert_eq!(trials[14]["name"], "fault-oom::placement::cpu");
     assert_eq!(
         report["totals"]["passed"].as_u64().unwrap() + report["totals"]["failed"].as_u64().unwrap(),
-        13
+        15
     );
 
     // The partial report is one `cargo xtask merge` and its summary read as such.
@@ -581,7 +585,7 @@ fn a_killed_run_still_leaves_valid_json() {
     let report = read_report(&path);
     assert_eq!(report["complete"], false);
     assert!(report["interrupted"].is_null(), "no chance to say so");
-    assert_eq!(report["trials"].as_array().unwrap().len(), 13);
+    assert_eq!(report["trials"].as_array().unwrap().len(), 15);
     let leftovers = std::fs::read_dir(dir.path()).unwrap().count();
     assert_eq!(leftovers, 1, "only the report; no half-written temp file");
 }

@@ -18,6 +18,8 @@ pub fn cases() -> Vec<Case> {
         untracked_sync(),
         tolerance(),
         memory(),
+        layout(),
+        repeatability(),
         panic(),
         error(),
         unsupported(),
@@ -241,6 +243,86 @@ fn memory() -> Case {
         })
     })
     .memory(MemoryLimits::default())
+}
+
+/// A hand-written kernel that reads its input's storage in row-major order
+/// whatever its strides (`as_strided`): right on the contiguous batches a
+/// loader makes, wrong on any other layout of the same values.
+struct ReadsStorageInOrder {
+    mlp: Mlp,
+}
+
+impl Model for ReadsStorageInOrder {
+    fn step(&mut self, batch: &Batch) -> Result<StepOutput, TchError> {
+        let features = batch.get("features");
+        let size = features.size();
+        let row_major = [size[1], 1];
+        let features = features.f_as_strided(&size[..], &row_major[..], None::<i64>)?;
+        let logits = self.mlp.logits(&features)?;
+        let loss = cross_entropy(&logits, batch.get("labels"))?;
+        descend(&mut self.mlp.optimizer, &loss)?;
+        Ok(StepOutput {
+            outputs: vec![("logits".into(), logits)],
+            loss,
+        })
+    }
+
+    fn state(&self) -> Named {
+        self.mlp.optimizer.state()
+    }
+}
+
+fn layout() -> Case {
+    case("fault-layout", Fault::Check(Check::Layout), |mlp| {
+        Box::new(ReadsStorageInOrder { mlp })
+    })
+}
+
+/// Sums the output layer's partial products in a hash map's iteration order,
+/// which changes from map to map: the rounding changes from run to run, as
+/// an atomics-based reduction's does on a GPU.
+struct SumsInHashOrder {
+    mlp: Mlp,
+}
+
+impl Model for SumsInHashOrder {
+    fn step(&mut self, batch: &Batch) -> Result<StepOutput, TchError> {
+        let hidden = self.mlp.hidden.forward(batch.get("features")).f_relu()?;
+        let weight = &self.mlp.out.ws;
+        let mut partials = std::collections::HashMap::new();
+        for i in 0..8 {
+            let part = hidden
+                .f_narrow(1, i * 8, 8)?
+                .f_matmul(&weight.f_narrow(1, i * 8, 8)?.f_tr()?)?;
+            partials.insert(i, part);
+        }
+        let mut logits = match &self.mlp.out.bs {
+            Some(bias) => bias.f_expand([16, 4], false)?,
+            None => Tensor::f_zeros([16, 4], (hidden.kind(), hidden.device()))?,
+        };
+        for (_, part) in partials {
+            logits = logits.f_add(&part)?;
+        }
+        let loss = cross_entropy(&logits, batch.get("labels"))?;
+        descend(&mut self.mlp.optimizer, &loss)?;
+        Ok(StepOutput {
+            outputs: vec![("logits".into(), logits)],
+            loss,
+        })
+    }
+
+    fn state(&self) -> Named {
+        self.mlp.optimizer.state()
+    }
+}
+
+fn repeatability() -> Case {
+    case(
+        "fault-repeatability",
+        Fault::Check(Check::Repeatability),
+        |mlp| Box::new(SumsInHashOrder { mlp }),
+    )
+    .deterministic()
 }
 
 struct Panics;

@@ -1,11 +1,13 @@
-//! The six checks, one module each, and what they share: the names of the
+//! The eight checks, one module each, and what they share: the names of the
 //! checks, what a check returns, and the per-case state they read (`state`).
 //! The runner makes trials of them; no check knows the runner.
 
 pub mod fallback;
+pub mod layout;
 pub mod memory;
 pub mod placement;
 pub mod readbacks;
+pub mod repeatability;
 pub mod state;
 pub mod timing;
 pub mod tolerance;
@@ -21,7 +23,7 @@ use crate::device::DeviceSpec;
 use crate::error::TrialError;
 use state::CaseState;
 
-/// One of the six device-correctness checks.
+/// One of the eight device-correctness checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Check {
@@ -37,17 +39,23 @@ pub enum Check {
     Fallback,
     /// Live memory stays flat across epochs.
     Memory,
+    /// The same results with the inputs in other memory layouts.
+    Layout,
+    /// Bitwise the same results from the same state.
+    Repeatability,
 }
 
 impl Check {
     /// All checks, in report order.
-    pub const ALL: [Check; 6] = [
+    pub const ALL: [Check; 8] = [
         Check::Placement,
         Check::Tolerance,
         Check::Readbacks,
         Check::Timing,
         Check::Fallback,
         Check::Memory,
+        Check::Layout,
+        Check::Repeatability,
     ];
 
     /// The name used in trial names and reports.
@@ -59,6 +67,8 @@ impl Check {
             Check::Timing => "timing",
             Check::Fallback => "fallback",
             Check::Memory => "memory",
+            Check::Layout => "layout",
+            Check::Repeatability => "repeatability",
         }
     }
 }
@@ -143,5 +153,7 @@ pub fn run(check: Check, state: &CaseState, device: DeviceSpec) -> Result<Verdic
         Check::Timing => timing::run(case, device, state),
         Check::Fallback => fallback::run(case, device, state),
         Check::Memory => memory::run(case, device, state),
+        Check::Layout => layout::run(case, device, state),
+        Check::Repeatability => repeatability::run(case, device, state),
     }
 }

@@ -22,6 +22,8 @@ pub struct CaseState {
     weights: Mutex<Option<Result<Named, String>>>,
     reference: Mutex<Option<Result<Trajectory, String>>>,
     cpu_same_dtype: Mutex<Option<Result<Trajectory, String>>>,
+    /// Each device's own run in the case's dtype, once one ran.
+    device_runs: Mutex<Vec<(DeviceSpec, Trajectory)>>,
     snapshots: Option<PathBuf>,
     timing: TimingBudget,
     time_limit: Duration,
@@ -63,6 +65,7 @@ impl CaseState {
             weights: Mutex::new(None),
             reference: Mutex::new(None),
             cpu_same_dtype: Mutex::new(None),
+            device_runs: Mutex::new(Vec::new()),
             snapshots,
             timing,
             time_limit,
@@ -196,12 +199,24 @@ impl CaseState {
 
     /// The CPU trajectory in the case's own dtype (made once).
     pub fn cpu_same_dtype(&self) -> Result<Trajectory, TrialError> {
-        let weights = self.weights()?;
         cached(
             &self.cpu_same_dtype,
-            || tolerance::trajectory(&self.case, DeviceSpec::Cpu, self.case.kind(), &weights),
+            || self.device_run(DeviceSpec::Cpu),
             |t| t.iter().map(shallow).collect(),
         )
+    }
+
+    /// The case's k steps on `device` in its dtype, as the tolerance, layout
+    /// and repeatability checks all start from: run once and shared. A run
+    /// that fails is not kept, so each check reports the step's own error.
+    pub fn device_run(&self, device: DeviceSpec) -> Result<Trajectory, TrialError> {
+        if let Some((_, run)) = lock(&self.device_runs).iter().find(|(d, _)| *d == device) {
+            return Ok(run.iter().map(shallow).collect());
+        }
+        let run = tolerance::trajectory(&self.case, device, self.case.kind(), &self.weights()?)?;
+        let copy = run.iter().map(shallow).collect();
+        lock(&self.device_runs).push((device, run));
+        Ok(copy)
     }
 
     /// Where the reviewed readback snapshots live, if anywhere.

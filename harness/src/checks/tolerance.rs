@@ -38,7 +38,22 @@ pub fn trajectory(
     kind: Kind,
     weights: &Named,
 ) -> Result<Trajectory, TrialError> {
+    trajectory_in(case, device, kind, weights, None)
+}
+
+/// [`trajectory`], with the batches and convolution weights in other memory
+/// layouts (holding the same values) as `relaid` says (the layout check's run).
+pub fn trajectory_in(
+    case: &Case,
+    device: DeviceSpec,
+    kind: Kind,
+    weights: &Named,
+    relaid: Option<&super::layout::Relaid>,
+) -> Result<Trajectory, TrialError> {
     let mut trainer = Trainer::new(case, device, kind, weights)?;
+    if relaid.is_some_and(|r| r.parameters) {
+        trainer.relayout_parameters()?;
+    }
     // Dropout and other draws: the same numbers as the CPU run's.
     let _same_random = device
         .is_accelerator()
@@ -46,7 +61,11 @@ pub fn trajectory(
         .transpose()?;
     let mut steps = Vec::with_capacity(case.tolerance_steps);
     for step in 0..case.tolerance_steps {
-        let (batch, output) = trainer.run_step(step as u64)?;
+        let mut batch = trainer.batch(step as u64)?;
+        if let Some(relaid) = relaid {
+            batch = super::layout::relayout_batch(case, &batch, relaid)?.0;
+        }
+        let output = trainer.step(&batch)?;
         let compared = trainer
             .tensors(&batch, &output)
             .into_iter()
@@ -98,7 +117,7 @@ impl ErrorBound {
 
 /// Root-mean-square difference in float64, ignoring places where both are the
 /// same non-finite value.
-fn rmse(actual: &Tensor, expected: &Tensor) -> Result<f64, tch::TchError> {
+pub(crate) fn rmse(actual: &Tensor, expected: &Tensor) -> Result<f64, tch::TchError> {
     if actual.numel() == 0 {
         return Ok(0.0);
     }
@@ -328,10 +347,9 @@ fn worst_difference(actual: &Named, expected: &Named) -> Result<f64, TrialError>
 /// Judges the device run against the reference, relative to the CPU baseline.
 pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict, TrialError> {
     let reference_kind = case.reference_kind();
-    let weights = state.weights()?;
     // The candidate first: a step that fails on its own is the step's failure,
     // not the reference's.
-    let candidate = trajectory(case, device, case.kind(), &weights)?;
+    let candidate = state.device_run(device)?;
     let reference = state.reference().map_err(|error| {
         TrialError::Case(format!(
             "the {} reference run on the CPU failed (the step itself ran in {} on {device}): \

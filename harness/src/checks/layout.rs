@@ -1,0 +1,507 @@
+//! Layout: does the step compute the same thing when its inputs are laid out
+//! differently in memory?
+//!
+//! Kernels that are right on contiguous tensors and wrong on strided,
+//! transposed or channels-last ones are the commonest silent wrong result on
+//! MPS, and the tolerance check cannot see them: it feeds every device the same
+//! contiguous batches. Here the case's k steps run twice on the device from the
+//! same weights, batches and random numbers: once as the tolerance check runs
+//! them, once with every batch tensor (but those the case keeps) in another
+//! layout holding the same values (4-D: channels-last; 2-D and 3-D: the last two
+//! dimensions' strides swapped; 1-D: every other element of a buffer twice its
+//! size) and every 4-D parameter (a convolution's weight) channels-last. Each
+//! run's error against the float64 reference is compared by the tolerance
+//! check's own bound: the relaid run may be no worse than a multiple of the
+//! contiguous run's error, so layout-only rounding never fails and a kernel
+//! that reads the wrong elements does.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+use tch::{Kind, Tensor};
+
+use super::state::CaseState;
+use super::tolerance::{self, rmse, ErrorBound, Trajectory};
+use super::Verdict;
+use crate::case::{kind_name, Batch, Case, Named};
+use crate::compare::Tolerance;
+use crate::device::DeviceSpec;
+use crate::error::TrialError;
+use crate::shim;
+
+/// The memory layouts the check gives a tensor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Layout {
+    /// NHWC strides for a 4-D tensor.
+    ChannelsLast,
+    /// The last two dimensions' strides swapped (a transposed copy, transposed back).
+    Transposed,
+    /// Every other element of a buffer twice the size.
+    StridedSlice,
+    /// Left as it was: the case keeps it, or no other layout exists (one element per row).
+    Unchanged,
+}
+
+impl Layout {
+    /// The words used in messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Layout::ChannelsLast => "channels-last",
+            Layout::Transposed => "transposed strides",
+            Layout::StridedSlice => "a strided slice of a larger buffer",
+            Layout::Unchanged => "unchanged",
+        }
+    }
+}
+
+/// `tensor` in channels-last memory (a 4-D tensor; others are returned as they are).
+pub fn channels_last(tensor: &Tensor) -> Result<Tensor, tch::TchError> {
+    if tensor.dim() != 4 {
+        return Ok(tensor.shallow_clone());
+    }
+    tensor
+        .f_permute([0i64, 2, 3, 1])?
+        .f_contiguous()?
+        .f_permute([0i64, 3, 1, 2])
+}
+
+/// The same values as `tensor` in another memory layout, and which. The
+/// result is never contiguous unless no other layout exists.
+pub fn relayout(tensor: &Tensor) -> Result<(Tensor, Layout), tch::TchError> {
+    let moved = |t: Tensor, layout| (!t.is_contiguous()).then_some((t, layout));
+    let requires_grad = tensor.requires_grad();
+    let source = tensor.f_detach()?;
+    let mut found = None;
+    if source.dim() == 4 {
+        found = moved(channels_last(&source)?, Layout::ChannelsLast);
+    }
+    if found.is_none() && source.dim() >= 2 {
+        let transposed = source
+            .f_transpose(-1, -2)?
+            .f_contiguous()?
+            .f_transpose(-1, -2)?;
+        found = moved(transposed, Layout::Transposed);
+    }
+    if found.is_none() && source.dim() >= 1 {
+        let strided = Tensor::f_stack(&[source.shallow_clone(), source.f_zeros_like()?], -1)?
+            .f_select(-1, 0)?;
+        found = moved(strided, Layout::StridedSlice);
+    }
+    let (relaid, layout) = found.unwrap_or((source, Layout::Unchanged));
+    Ok((
+        if requires_grad {
+            relaid.set_requires_grad(true)
+        } else {
+            relaid
+        },
+        layout,
+    ))
+}
+
+/// What the second run lays out otherwise.
+#[derive(Debug, Clone, Default)]
+pub struct Relaid {
+    /// The 4-D parameters (convolution weights), channels-last.
+    pub parameters: bool,
+    /// Batch tensors left as they are besides those the case keeps.
+    pub keep: BTreeSet<String>,
+    /// Only these batch tensors, where set (finding which one the step refuses).
+    pub only: Option<String>,
+}
+
+impl Relaid {
+    fn batch_tensor(&self, case: &Case, name: &str) -> bool {
+        case.keeps_layout(name).is_none()
+            && !self.keep.contains(name)
+            && self.only.as_deref().is_none_or(|only| only == name)
+    }
+}
+
+/// The batch with the tensors `relaid` names in another layout.
+pub fn relayout_batch(
+    case: &Case,
+    batch: &Batch,
+    relaid: &Relaid,
+) -> Result<(Batch, Vec<(String, Layout)>), tch::TchError> {
+    let mut layouts = Vec::with_capacity(batch.tensors.len());
+    let mut tensors = Vec::with_capacity(batch.tensors.len());
+    for (name, tensor) in &batch.tensors {
+        let (relaid, layout) = if !relaid.batch_tensor(case, name) {
+            (tensor.shallow_clone(), Layout::Unchanged)
+        } else {
+            relayout(tensor)?
+        };
+        layouts.push((name.clone(), layout));
+        tensors.push((name.clone(), relaid));
+    }
+    Ok((Batch { tensors }, layouts))
+}
+
+/// One tensor of the last step, judged.
+#[derive(Debug, Clone, Serialize)]
+pub struct LayoutTensor {
+    /// `param.fc.weight`, `loss`, …
+    pub name: String,
+    /// The contiguous run's RMSE against the reference.
+    pub contiguous_rmse: f64,
+    /// The relaid run's RMSE against the reference.
+    pub relaid_rmse: f64,
+    /// The second over the first.
+    pub ratio: f64,
+    /// The relaid run may be this many times the contiguous run's error …
+    pub multiplier: f64,
+    /// … plus this much.
+    pub floor: f64,
+    /// NaN or infinite values in the relaid run where the contiguous run has none.
+    pub not_finite: i64,
+    /// Within the bound.
+    pub passed: bool,
+}
+
+/// What the layout check reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct LayoutMetrics {
+    /// The layout each batch tensor had in the second run.
+    pub batch: BTreeMap<String, Layout>,
+    /// Batch tensors the case keeps as they are, with its reason.
+    pub kept: BTreeMap<String, String>,
+    /// 4-D parameters (convolution weights) run channels-last.
+    pub channels_last_parameters: usize,
+    /// Inputs the step refuses in another layout (a `view` that needs
+    /// contiguous memory fails loudly, which is no silent wrong result): kept as
+    /// they were, with the error.
+    pub refused: BTreeMap<String, String>,
+    /// What both runs were compared with.
+    pub reference: String,
+    /// Optimizer steps.
+    pub steps: usize,
+    /// Every compared tensor of the last step.
+    pub tensors: Vec<LayoutTensor>,
+}
+
+fn not_finite(tensor: &Tensor) -> Result<i64, tch::TchError> {
+    if tensor.numel() == 0 || !crate::case::is_floating(tensor.kind()) {
+        return Ok(0);
+    }
+    tensor
+        .f_isfinite()?
+        .f_logical_not()?
+        .f_sum(Kind::Int64)?
+        .f_int64_value(&[])
+}
+
+/// Runs the case contiguous and relaid on `device` and judges the relaid run.
+pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict, TrialError> {
+    let weights = state.weights()?;
+    let contiguous = state.device_run(device)?;
+    let (relaid, plan, refused) = relaid_run(case, device, &weights)?;
+    // What the second run's inputs looked like (the first batch's shapes decide).
+    let (batch_layouts, channels_last_parameters) = {
+        let mut trainer = crate::trainer::Trainer::new(case, device, case.kind(), &weights)?;
+        let parameters = if plan.parameters {
+            trainer.relayout_parameters()?
+        } else {
+            0
+        };
+        let (_, layouts) = relayout_batch(case, &trainer.batch(0)?, &plan)?;
+        (layouts, parameters)
+    };
+    // Without a float64 reference (the case runs it in its own dtype), the
+    // contiguous run is the reference itself and the bound is its floor.
+    let reference: Trajectory = match state.reference() {
+        Ok(reference) if case.reference_kind() != case.kind() => reference,
+        _ => contiguous.iter().map(shallow).collect(),
+    };
+    let reference_name = if case.reference_kind() != case.kind() {
+        format!("cpu {}", kind_name(case.reference_kind()))
+    } else {
+        format!("{device} {} (contiguous)", kind_name(case.kind()))
+    };
+    let tf32 = matches!(device, DeviceSpec::Cuda(_)) && shim::precision_flags()?.any_reduced();
+    let last = contiguous.len() - 1;
+    let tensors = judge(&contiguous[last], &relaid[last], &reference[last], tf32)?;
+    let described: Vec<String> = batch_layouts
+        .iter()
+        .filter(|(_, layout)| *layout != Layout::Unchanged)
+        .map(|(name, layout)| format!("`{name}` {}", layout.describe()))
+        .chain(
+            (channels_last_parameters > 0)
+                .then(|| format!("{channels_last_parameters} convolution weight(s) channels-last")),
+        )
+        .collect();
+    let mut what = if described.is_empty() {
+        "no input could be laid out otherwise".to_owned()
+    } else {
+        described.join(", ")
+    };
+    if let Some((name, why)) = refused.iter().next() {
+        let more = if refused.len() > 1 {
+            format!(" (and {} more)", refused.len() - 1)
+        } else {
+            String::new()
+        };
+        what.push_str(&format!(
+            "; `{name}` kept{more}: the step refuses it otherwise, {}",
+            short(why)
+        ));
+    }
+    let metrics = LayoutMetrics {
+        batch: batch_layouts.iter().cloned().collect(),
+        kept: case
+            .kept_layouts
+            .iter()
+            .map(|(name, reason)| (name.clone(), reason.clone()))
+            .collect(),
+        channels_last_parameters,
+        refused: refused.clone(),
+        reference: reference_name.clone(),
+        steps: case.tolerance_steps,
+        tensors: tensors.clone(),
+    };
+    let metrics = serde_json::to_value(metrics)
+        .map_err(|e| TrialError::Case(format!("layout metrics: {e}")))?;
+    let failed: Vec<&LayoutTensor> = tensors.iter().filter(|t| !t.passed).collect();
+    let worst = failed
+        .iter()
+        .copied()
+        .find(|t| t.not_finite > 0)
+        .or_else(|| {
+            failed
+                .iter()
+                .copied()
+                .max_by(|a, b| a.ratio.total_cmp(&b.ratio))
+        });
+    if let Some(worst) = worst {
+        let figures = if worst.not_finite > 0 {
+            format!(
+                "{} NaN or infinite values the contiguous run does not have",
+                worst.not_finite
+            )
+        } else {
+            format!(
+                "error {:.2e} against {reference_name}, {} the contiguous run's {:.2e} \
+                 (allowed {}× + {:.0e})",
+                worst.relaid_rmse,
+                times(worst.ratio),
+                worst.contiguous_rmse,
+                worst.multiplier,
+                worst.floor
+            )
+        };
+        return Ok(Verdict::fail(
+            format!(
+                "{} of {} tensors differ on {device} with the inputs in other layouts ({what}); \
+                 worst `{}`: {figures}; a kernel reads a non-contiguous input as contiguous: \
+                 `.contiguous()` it first, or `Case::keep_layout` it",
+                failed.len(),
+                tensors.len(),
+                worst.name
+            ),
+            metrics,
+        ));
+    }
+    let worst = tensors.iter().max_by(|a, b| a.ratio.total_cmp(&b.ratio));
+    Ok(Verdict::pass(
+        format!(
+            "{} tensors after {} steps agree with the inputs in other layouts ({what}){}",
+            tensors.len(),
+            case.tolerance_steps,
+            worst.map_or(String::new(), |w| format!(
+                "; worst `{}` at {:.2}× the contiguous run's error",
+                w.name, w.ratio
+            ))
+        ),
+        metrics,
+    ))
+}
+
+/// The relaid run. A step may refuse an input in another layout with an
+/// error (`view` of a non-contiguous tensor): that input is found by relaying
+/// one at a time, kept as it was, and reported; the rest are compared.
+fn relaid_run(
+    case: &Case,
+    device: DeviceSpec,
+    weights: &Named,
+) -> Result<(Trajectory, Relaid, BTreeMap<String, String>), TrialError> {
+    let attempt = |relaid: &Relaid| -> Result<Trajectory, String> {
+        match crate::cause::quietly(|| {
+            tolerance::trajectory_in(case, device, case.kind(), weights, Some(relaid))
+        }) {
+            Ok(Ok(run)) => Ok(run),
+            Ok(Err(error)) => Err(error.to_string()),
+            Err(panic) => Err(panic),
+        }
+    };
+    let mut plan = Relaid {
+        parameters: true,
+        ..Relaid::default()
+    };
+    let first_error = match attempt(&plan) {
+        Ok(run) => return Ok((run, plan, BTreeMap::new())),
+        Err(error) => error,
+    };
+    let names: Vec<String> = {
+        let trainer = crate::trainer::Trainer::new(case, device, case.kind(), weights)?;
+        let batch = trainer.batch(0)?;
+        batch
+            .tensors
+            .iter()
+            .map(|(n, _)| n.clone())
+            .filter(|n| case.keeps_layout(n).is_none())
+            .collect()
+    };
+    let mut refused = BTreeMap::new();
+    for name in &names {
+        let alone = Relaid {
+            parameters: false,
+            keep: BTreeSet::new(),
+            only: Some(name.clone()),
+        };
+        if let Err(error) = attempt(&alone) {
+            refused.insert(name.clone(), error);
+        }
+    }
+    plan.keep = refused.keys().cloned().collect();
+    let run = match attempt(&plan) {
+        Ok(run) => run,
+        Err(_) => {
+            plan.parameters = false;
+            match attempt(&plan) {
+                Ok(run) => {
+                    refused.insert("4-D parameters".into(), first_error);
+                    run
+                }
+                Err(error) => {
+                    return Err(TrialError::Case(format!(
+                        "with its inputs in other memory layouts the step fails: {error}"
+                    )))
+                }
+            }
+        }
+    };
+    Ok((run, plan, refused))
+}
+
+/// The start of an error, for a one-line message.
+fn short(error: &str) -> String {
+    let mut text: String = error.chars().take(120).collect();
+    if text.len() < error.len() {
+        text.push('…');
+    }
+    text
+}
+
+/// `2.1×`, `1.2e7×`.
+fn times(ratio: f64) -> String {
+    if ratio < 1000.0 {
+        format!("{ratio:.1}×")
+    } else {
+        format!("{ratio:.1e}×")
+    }
+}
+
+fn shallow(named: &Named) -> Named {
+    named
+        .iter()
+        .map(|(n, t)| (n.clone(), t.shallow_clone()))
+        .collect()
+}
+
+/// Each tensor of the relaid run against the contiguous run, both against the reference.
+fn judge(
+    contiguous: &Named,
+    relaid: &Named,
+    reference: &Named,
+    tf32: bool,
+) -> Result<Vec<LayoutTensor>, TrialError> {
+    contiguous
+        .iter()
+        .map(|(name, plain)| {
+            let find = |named: &Named, what: &str| {
+                named
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, t)| t.shallow_clone())
+                    .ok_or_else(|| TrialError::Case(format!("the {what} run has no `{name}`")))
+            };
+            let other = find(relaid, "relaid")?;
+            let truth = find(reference, "reference")?;
+            let contiguous_rmse = rmse(plain, &truth)?;
+            let relaid_rmse = rmse(&other, &truth)?;
+            let mut bound = ErrorBound::for_tensor(plain.kind(), plain.numel());
+            if tf32 && plain.kind() == Kind::Float {
+                // Another layout may choose another TF32 kernel.
+                bound = bound.with_tf32();
+            }
+            let lost = (not_finite(&other)? - not_finite(plain)?).max(0);
+            // A contiguous run that is not finite where the reference is: the
+            // tolerance check's failure. Here the relaid run need only match it,
+            // NaN for NaN, within assert_close's defaults for the dtype.
+            let matches_contiguous = || -> Result<bool, TrialError> {
+                let tolerance = Tolerance {
+                    equal_nan: true,
+                    ..crate::compare::tolerance_for_pair(other.kind(), plain.kind())
+                };
+                Ok(crate::compare::compare(&other, plain, tolerance)
+                    .map_err(|e| TrialError::Case(format!("comparing `{name}`: {e}")))?
+                    .passed)
+            };
+            let passed = if contiguous_rmse.is_finite() {
+                lost == 0 && bound.admits(relaid_rmse, contiguous_rmse)
+            } else {
+                matches_contiguous()?
+            };
+            let ratio = if contiguous_rmse > 0.0 {
+                relaid_rmse / contiguous_rmse
+            } else if relaid_rmse == 0.0 {
+                1.0
+            } else {
+                f64::INFINITY
+            };
+            Ok(LayoutTensor {
+                name: name.clone(),
+                contiguous_rmse,
+                relaid_rmse,
+                ratio,
+                multiplier: bound.multiplier,
+                floor: bound.floor,
+                not_finite: lost,
+                passed,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tch::Device;
+
+    #[test]
+    fn every_layout_holds_the_same_values_in_other_strides() {
+        let cases: [(&[i64], Layout); 5] = [
+            (&[2, 3, 4, 5], Layout::ChannelsLast),
+            (&[4, 6], Layout::Transposed),
+            (&[2, 4, 6], Layout::Transposed),
+            (&[7], Layout::StridedSlice),
+            // One column: transposing changes no stride that matters.
+            (&[5, 1], Layout::StridedSlice),
+        ];
+        for (shape, expected) in cases {
+            let t = Tensor::randn(shape, (Kind::Float, Device::Cpu));
+            let (relaid, layout) = relayout(&t).unwrap();
+            assert_eq!(layout, expected, "{shape:?}");
+            assert!(!relaid.is_contiguous(), "{shape:?}");
+            assert_eq!(relaid.size(), t.size());
+            assert!(relaid.equal(&t), "{shape:?}");
+        }
+        let scalar = Tensor::from(3.0f64);
+        assert_eq!(relayout(&scalar).unwrap().1, Layout::Unchanged);
+        let labels = Tensor::from_slice(&[1i64, 0, 2]);
+        let (relaid, layout) = relayout(&labels).unwrap();
+        assert_eq!(layout, Layout::StridedSlice);
+        assert_eq!(relaid.kind(), Kind::Int64);
+        assert!(relaid.equal(&labels));
+    }
+}
