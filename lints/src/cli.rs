@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::rules::RULES;
+use crate::rules;
 use crate::{lint_paths, render, Config, RuleId};
 use anyhow::{bail, Context};
 use clap::{Parser, ValueEnum};
@@ -81,7 +81,7 @@ where
 fn run(cli: Cli) -> anyhow::Result<u8> {
     let mut stdout = std::io::stdout().lock();
     if cli.list_rules {
-        for rule in RULES {
+        for rule in rules::all() {
             writeln!(
                 stdout,
                 "{:<22} {:<5} {}",

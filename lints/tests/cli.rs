@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use devcheck_lint::rules::RULES;
+use devcheck_lint::rules;
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -191,9 +191,9 @@ fn list_rules_prints_every_registered_rule_in_order() {
         .iter()
         .map(|l| l.split_whitespace().next().unwrap())
         .collect();
-    let registry: Vec<&str> = RULES.iter().map(|rule| rule.id.as_str()).collect();
+    let registry: Vec<&str> = rules::all().map(|rule| rule.id.as_str()).collect();
     assert_eq!(ids, registry, "{listed}");
-    for (line, rule) in lines.iter().zip(RULES) {
+    for (line, rule) in lines.iter().zip(rules::all()) {
         // The level as devcheck.toml spells it: `allow`, `note`, `warn`, `deny`.
         let level = format!("{:?}", rule.default_level).to_lowercase();
         assert_eq!(

@@ -77,8 +77,6 @@ pub struct Site {
     pub requirement: Option<Requirement>,
     /// Where the subject lives; a subject on the CPU never syncs.
     pub place: Place,
-    /// Index of the `devcheck.toml` pattern, for custom-pattern sites.
-    pub pattern: Option<usize>,
     /// Local closures the sync is reached through (`closure `log``).
     pub via: Vec<String>,
     /// The subject is a whole value that changes with each iteration (a
