@@ -1,6 +1,7 @@
 //! `custom-pattern`: calls that match a regex from `devcheck.toml`.
 
 use super::{Hit, NamedCall, Need, Rule, RuleInfo};
+use crate::config::Config;
 
 declare_rule! {
     /// ### What it does
@@ -47,6 +48,11 @@ declare_rule! {
 impl Rule for CustomPattern {
     fn info(&self) -> &'static RuleInfo {
         &CUSTOM_PATTERN
+    }
+
+    /// A pattern can name any callee, in files that never mention tch.
+    fn parses_every_file(&self, config: &Config) -> bool {
+        !config.patterns.is_empty()
     }
 
     /// Checks a callee (method name, path as written, or `name!`) against

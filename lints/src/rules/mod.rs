@@ -14,7 +14,7 @@ use serde::{Serialize, Serializer};
 
 use crate::analysis::facts::Fix;
 use crate::analysis::values::Val;
-use crate::config::{CustomPattern, Level};
+use crate::config::{Config, CustomPattern, Level};
 
 /// Declares a rule the way clippy declares a lint: the doc comment is the
 /// rule's documentation, and it is also kept as a string for `--explain`.
@@ -125,6 +125,12 @@ pub(crate) trait Rule: Sync {
     /// The advice printed under a finding whose reads have these fixes.
     fn help(&self, _fixes: &[Fix]) -> &'static str {
         self.info().help
+    }
+
+    /// Whether, under `config`, the rule can report in files the prefilter
+    /// would turn away, so that every file must be parsed.
+    fn parses_every_file(&self, _config: &Config) -> bool {
+        false
     }
 
     /// Byte strings, any of which makes a file worth parsing for this rule
