@@ -16,6 +16,7 @@ pub mod analysis;
 pub mod cli;
 pub mod config;
 mod engine;
+pub mod exit;
 mod findings;
 pub mod prefilter;
 pub mod render;
@@ -112,19 +113,20 @@ pub struct Report {
 }
 
 impl Report {
-    /// The process exit code the CLI uses: 2 if any input failed, 1 if any
-    /// warning or error was found, 0 otherwise.
-    pub fn exit_code(&self) -> i32 {
+    /// The process exit code the CLI uses: [`exit::FAILURE`] if any input
+    /// failed, [`exit::FINDINGS`] if any warning or error was found,
+    /// [`exit::SUCCESS`] otherwise.
+    pub fn exit_code(&self) -> u8 {
         if !self.errors.is_empty() {
-            2
+            exit::FAILURE
         } else if self
             .findings
             .iter()
             .any(|f| f.severity >= Severity::Warning)
         {
-            1
+            exit::FINDINGS
         } else {
-            0
+            exit::SUCCESS
         }
     }
 
