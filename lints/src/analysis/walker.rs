@@ -569,10 +569,8 @@ impl<'a> Walker<'a> {
             returns,
             body_return: None,
             return_place: Place::Device,
-            cold: cold.clone(),
             update: false,
             forward: false,
-            loc,
         });
         self.next_statement += 1;
         self.fn_state = FnState {

@@ -2,7 +2,7 @@
 //!
 //! Each rule is one module that declares its id, default level and
 //! documentation ([`RuleInfo`], from which `--explain`, `--list-rules` and
-//! SARIF's `rules[]` come) and implements the [`Rule`] hooks it needs, as a
+//! SARIF's `rules[]` come) and implements the `Rule` hooks it needs, as a
 //! clippy lint implements `LateLintPass`: the walker evaluates the code and
 //! calls every registered rule at each hook. The `registry!` call below is
 //! the one list of rules; adding a rule is a new module and one line there.
