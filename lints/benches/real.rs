@@ -22,7 +22,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use devcheck_lint::verdicts::{self, Counts, SetKind, SetKinds, Verdict};
-use devcheck_lint::{lint_paths, Config, Severity};
+use devcheck_lint::{exit, lint_paths, Config, Severity};
 
 fn main() -> ExitCode {
     let mut dir: Option<PathBuf> = None;
@@ -54,7 +54,7 @@ fn main() -> ExitCode {
     }
     if files.is_empty() {
         eprintln!("no verdict files found in {}", verdict_dir().display());
-        return ExitCode::from(2);
+        return ExitCode::from(exit::FAILURE);
     }
 
     let list = verdict_dir().join("sets.toml");
@@ -62,7 +62,7 @@ fn main() -> ExitCode {
         Ok(kinds) => kinds,
         Err(err) => {
             eprintln!("{err}");
-            return ExitCode::from(2);
+            return ExitCode::from(exit::FAILURE);
         }
     };
     // Every set's kind is known before anything is linted.
@@ -73,7 +73,7 @@ fn main() -> ExitCode {
             Ok(_) => {}
             Err(err) => {
                 eprintln!("{err}");
-                return ExitCode::from(2);
+                return ExitCode::from(exit::FAILURE);
             }
         }
     }
@@ -87,7 +87,7 @@ fn main() -> ExitCode {
             Ok(v) => v,
             Err(err) => {
                 eprintln!("{err}");
-                return ExitCode::from(2);
+                return ExitCode::from(exit::FAILURE);
             }
         };
         let mut repositories: Vec<&str> = verdicts.iter().map(|v| v.repository.as_str()).collect();
@@ -169,7 +169,7 @@ fn main() -> ExitCode {
     }
     if unjudged_total > 0 {
         println!("{unjudged_total} findings have no verdict: judge them in the verdict files");
-        return ExitCode::from(1);
+        return ExitCode::from(exit::FINDINGS);
     }
     ExitCode::SUCCESS
 }
@@ -222,7 +222,7 @@ fn usage(problem: &str) -> ExitCode {
     eprintln!(
         "usage: cargo bench -p devcheck-lint --bench real -- DIR [--verdicts FILE ...] [--sets development|held-out]"
     );
-    ExitCode::from(2)
+    ExitCode::from(exit::FAILURE)
 }
 
 fn verdict_dir() -> PathBuf {

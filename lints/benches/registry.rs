@@ -13,7 +13,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use devcheck_lint::{lint_sources, Config, WORKER_STACK_SIZE};
+use devcheck_lint::{exit, lint_sources, Config, WORKER_STACK_SIZE};
 use rayon::prelude::*;
 
 fn main() {
@@ -60,7 +60,7 @@ fn main() {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        std::process::exit(2);
+        std::process::exit(exit::FAILURE.into());
     }
     let bytes: usize = sources.iter().map(|(_, text)| text.len()).sum();
     let megabytes = bytes as f64 / 1e6;

@@ -5,8 +5,8 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::rules::RULES;
-use crate::{lint_paths, render, Config, RuleId};
+use crate::rules;
+use crate::{exit, lint_paths, render, Config, RuleId};
 use anyhow::{bail, Context};
 use clap::{Parser, ValueEnum};
 
@@ -64,16 +64,20 @@ where
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(err) => {
-            // clap exits 2 on usage errors and 0 for --help/--version.
+            // As clap would: a usage error fails, --help and --version succeed.
             let _ = err.print();
-            return ExitCode::from(if err.use_stderr() { 2 } else { 0 });
+            return ExitCode::from(if err.use_stderr() {
+                exit::FAILURE
+            } else {
+                exit::SUCCESS
+            });
         }
     };
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
             eprintln!("error: {err:#}");
-            ExitCode::from(2)
+            ExitCode::from(exit::FAILURE)
         }
     }
 }
@@ -81,7 +85,7 @@ where
 fn run(cli: Cli) -> anyhow::Result<u8> {
     let mut stdout = std::io::stdout().lock();
     if cli.list_rules {
-        for rule in RULES {
+        for rule in rules::all() {
             writeln!(
                 stdout,
                 "{:<22} {:<5} {}",
@@ -90,14 +94,14 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 rule.summary
             )?;
         }
-        return Ok(0);
+        return Ok(exit::SUCCESS);
     }
     if let Some(id) = &cli.explain {
         let Some(rule) = RuleId::parse(id) else {
             bail!("unknown rule `{id}`; `devcheck-lint --list-rules` lists them");
         };
         write!(stdout, "{}", rule.info().explain())?;
-        return Ok(0);
+        return Ok(exit::SUCCESS);
     }
     let config = match &cli.config {
         Some(path) => Config::load(path)?,
@@ -131,7 +135,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     };
     stdout.write_all(text.as_bytes())?;
     stdout.flush()?;
-    Ok(report.exit_code() as u8)
+    Ok(report.exit_code())
 }
 
 fn level_name(level: crate::Level) -> &'static str {

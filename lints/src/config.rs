@@ -30,7 +30,7 @@ use regex::Regex;
 use serde::Deserialize;
 use thiserror::Error;
 
-use crate::rules::{RuleId, RULES};
+use crate::rules::{self, RuleId};
 
 /// The file name looked for when no `--config` is given.
 pub const FILE_NAME: &str = "devcheck.toml";
@@ -188,8 +188,7 @@ struct RawPattern {
 
 /// The rule ids, comma-separated, for error messages.
 pub(crate) fn known_rules() -> String {
-    RULES
-        .iter()
+    rules::all()
         .map(|r| r.id.as_str())
         .collect::<Vec<_>>()
         .join(", ")
@@ -315,9 +314,12 @@ mod tests {
         .unwrap();
         assert!(config.hot.tests && !config.hot.debug_logs);
         assert_eq!(config.hot.features, ["cuda"]);
-        assert_eq!(config.level(RuleId::HostSync), Level::Deny);
-        assert_eq!(config.level(RuleId::DataDependentShape), Level::Allow);
-        assert_eq!(config.level(RuleId::HostValueOp), Level::Warn);
+        assert_eq!(config.level(rules::by_id("host-sync")), Level::Deny);
+        assert_eq!(
+            config.level(rules::by_id("data-dependent-shape")),
+            Level::Allow
+        );
+        assert_eq!(config.level(rules::by_id("host-value-op")), Level::Warn);
         assert_eq!(config.max_file_size, 1000);
         assert_eq!(config.patterns.len(), 1);
         assert!(config.patterns[0].call.is_match("log_scalar"));
@@ -354,7 +356,7 @@ mod tests {
         )
         .unwrap();
         let found = Config::discover(&nested).unwrap();
-        assert_eq!(found.level(RuleId::HostSync), Level::Note);
+        assert_eq!(found.level(rules::by_id("host-sync")), Level::Note);
         assert_eq!(found.path.as_deref(), Some(root.join(FILE_NAME).as_path()));
         std::fs::remove_dir_all(&root).unwrap();
     }

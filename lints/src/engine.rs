@@ -17,7 +17,7 @@ use crate::analysis::scope::{file_scope_in, FileScope};
 use crate::analysis::{analyze_source, AnalysisError};
 use crate::config::Config;
 use crate::workspace::{Layout, Membership};
-use crate::{findings, prefilter, walk, FileError, Report};
+use crate::{findings, prefilter, rules, walk, FileError, Report};
 
 /// Stack size of the worker threads: syn and the walker recurse once per
 /// nesting level, and the prefilter admits up to `MAX_NESTING` of them.
@@ -148,7 +148,9 @@ fn first_and_second_pass<'a>(
     placements: Vec<Placement>,
     config: &Config,
 ) -> Vec<Scanned<'a>> {
-    let everything = !config.patterns.is_empty();
+    let everything = rules::registered()
+        .iter()
+        .any(|rule| rule.parses_every_file(config));
     let mut scanned: Vec<Scanned<'a>> = inputs
         .into_par_iter()
         .zip(placements)

@@ -9,7 +9,7 @@ use crate::analysis::crate_pass::LoopLevels;
 use crate::analysis::facts::{Cold, Context, FileFacts, Fix, Loc};
 use crate::config::{Config, Level};
 use crate::engine::{group_by_workspace, workspace_index, Scanned};
-use crate::rules::{help, RuleId};
+use crate::rules::RuleId;
 use crate::{Finding, Severity};
 
 /// One read in a loop, before grouping.
@@ -62,7 +62,7 @@ pub(crate) fn collect(scanned: &[Scanned<'_>], config: &Config) -> Vec<Finding> 
                 };
                 let read = Read {
                     rule: site.hit.rule,
-                    pattern: site.pattern,
+                    pattern: site.hit.pattern,
                     op,
                     message,
                     notes,
@@ -278,7 +278,7 @@ fn merge(group: &[Read], path: &Path) -> Finding {
         end_column: last.end_column,
         message,
         notes,
-        help: help(first.rule, &fixes),
+        help: first.rule.rule().help(&fixes),
     }
 }
 

@@ -10,18 +10,24 @@
 //! crate-local functions that sync, so the report lands on the call in the
 //! loop.
 //!
-//! The library finds; [`render`] prints. The binary is thin glue over both.
+//! The library finds ([`lint_paths`], [`lint_sources`], configured by
+//! [`Config`]) and [`render`] prints; [`rules`] is the registry behind
+//! `--list-rules` and `--explain`, and [`exit`] names the exit codes. The
+//! binary, [`cli::main`], is thin glue over them.
 
-pub mod analysis;
+mod analysis;
 pub mod cli;
 pub mod config;
 mod engine;
+pub mod exit;
 mod findings;
-pub mod prefilter;
+mod prefilter;
 pub mod render;
 pub mod rules;
 mod suppress;
+#[doc(hidden)] // The real-code benchmark's scoring, for `benches/real.rs` only.
 pub mod verdicts;
+#[doc(hidden)] // For `benches/registry.rs` to time a bare parse of the files `lint_paths` reads.
 pub mod walk;
 mod workspace;
 
@@ -32,8 +38,10 @@ use std::sync::Arc;
 use serde::Serialize;
 
 pub use config::{Config, ConfigError, Level};
-pub use engine::{lint_paths, lint_sources, WORKER_STACK_SIZE};
-pub use rules::RuleId;
+#[doc(hidden)] // For `benches/registry.rs` to parse on the stack the lint's workers have.
+pub use engine::WORKER_STACK_SIZE;
+pub use engine::{lint_paths, lint_sources};
+pub use rules::{RuleId, RuleInfo};
 
 /// How loudly a finding is reported; `error` and `warning` fail the run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -112,19 +120,20 @@ pub struct Report {
 }
 
 impl Report {
-    /// The process exit code the CLI uses: 2 if any input failed, 1 if any
-    /// warning or error was found, 0 otherwise.
-    pub fn exit_code(&self) -> i32 {
+    /// The process exit code the CLI uses: [`exit::FAILURE`] if any input
+    /// failed, [`exit::FINDINGS`] if any warning or error was found,
+    /// [`exit::SUCCESS`] otherwise.
+    pub fn exit_code(&self) -> u8 {
         if !self.errors.is_empty() {
-            2
+            exit::FAILURE
         } else if self
             .findings
             .iter()
             .any(|f| f.severity >= Severity::Warning)
         {
-            1
+            exit::FINDINGS
         } else {
-            0
+            exit::SUCCESS
         }
     }
 

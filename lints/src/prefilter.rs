@@ -11,37 +11,20 @@ use std::sync::LazyLock;
 
 use aho_corasick::AhoCorasick;
 
-/// Names of operations that only tch has, in the shape they are called;
-/// any of them makes a file worth parsing.
-const OPERATION_TOKENS: &[&str] = &[
-    "double_value",
-    "int64_value",
-    "copy_data",
-    "masked_select",
-    ".nonzero(",
-    "f_nonzero(",
-    "nonzero_numpy",
-    "argwhere",
-    "unique_dim",
-    "unique_consecutive",
-    "._unique",
-    "repeat_interleave",
-    "bincount",
-    "allclose",
-    "batch_accuracy_for_logits",
-    "clip_grad_norm",
-    "backward_step_clip_norm",
-    "Device::Cpu",
-    ".iter::<",
-];
-
 /// Signs that a file uses tch, so that generic calls (`to_string`, `{}`,
 /// `try_from`) on tensors can occur in it. `tch::` must start a path
 /// (`patch::` does not count).
 const TCH_TOKENS: &[&str] = &["Tensor", "tch::", "crate tch"];
 
-static OPERATIONS: LazyLock<AhoCorasick> =
-    LazyLock::new(|| AhoCorasick::new(OPERATION_TOKENS).expect("literal patterns compile"));
+/// Names of operations that only tch has, in the shape they are called:
+/// every registered rule's [`crate::rules::Rule::prefilter_tokens`]. Any of
+/// them makes a file worth parsing.
+static OPERATIONS: LazyLock<AhoCorasick> = LazyLock::new(|| {
+    let tokens = crate::rules::registered()
+        .iter()
+        .flat_map(|rule| rule.prefilter_tokens());
+    AhoCorasick::new(tokens).expect("literal patterns compile")
+});
 static TCH: LazyLock<AhoCorasick> =
     LazyLock::new(|| AhoCorasick::new(TCH_TOKENS).expect("literal patterns compile"));
 

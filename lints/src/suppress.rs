@@ -92,23 +92,27 @@ impl Suppressions {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rules;
 
     #[test]
     fn line_and_line_above_and_file_wide() {
         let text = "fn f() {\n    // devcheck: allow(host-sync)\n    a();\n    b(); // devcheck: allow(data-dependent-shape, host-value-op)\n    c();\n}\n";
         let s = Suppressions::scan(text);
-        assert!(s.allows(RuleId::HostSync, 3, 3));
-        assert!(s.allows(RuleId::HostSync, 2, 2));
-        assert!(!s.allows(RuleId::HostSync, 5, 5));
-        assert!(s.allows(RuleId::DataDependentShape, 4, 4));
-        assert!(s.allows(RuleId::HostValueOp, 5, 5), "the line above counts");
-        assert!(!s.allows(RuleId::SyncingHelper, 4, 4));
+        assert!(s.allows(rules::by_id("host-sync"), 3, 3));
+        assert!(s.allows(rules::by_id("host-sync"), 2, 2));
+        assert!(!s.allows(rules::by_id("host-sync"), 5, 5));
+        assert!(s.allows(rules::by_id("data-dependent-shape"), 4, 4));
         assert!(
-            s.allows(RuleId::HostSync, 9, 3),
+            s.allows(rules::by_id("host-value-op"), 5, 5),
+            "the line above counts"
+        );
+        assert!(!s.allows(rules::by_id("syncing-helper"), 4, 4));
+        assert!(
+            s.allows(rules::by_id("host-sync"), 9, 3),
             "the statement's line counts"
         );
         let whole = Suppressions::scan("//! devcheck: allow(all)\nfn f() {}\n");
-        assert!(whole.allows(RuleId::CustomPattern, 40, 40));
+        assert!(whole.allows(rules::by_id("custom-pattern"), 40, 40));
         assert!(s.unknown.is_empty());
     }
 
@@ -121,7 +125,11 @@ mod tests {
         assert_eq!(s.unknown[0].0, 2);
         assert!(s.unknown[0].1.contains("`host-synk`"));
         assert!(
-            !Suppressions::scan("let s = \"devcheck: allow(all)\";").allows(RuleId::HostSync, 1, 1)
+            !Suppressions::scan("let s = \"devcheck: allow(all)\";").allows(
+                rules::by_id("host-sync"),
+                1,
+                1
+            )
         );
     }
 }

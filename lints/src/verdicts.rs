@@ -431,7 +431,7 @@ pub fn score(root: &Path, findings: &[Finding], verdicts: &[&Verdict]) -> RepoSc
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::RuleId;
+    use crate::rules;
 
     const COMMIT: &str = "a1dc7ecec800afb99fff031bf1febe876ecf1572";
 
@@ -447,7 +447,7 @@ mod tests {
 
     fn finding(file: &str, line: usize, severity: Severity) -> Finding {
         Finding {
-            rule: RuleId::HostSync,
+            rule: rules::by_id("host-sync"),
             severity,
             file: PathBuf::from("/r").join(file),
             line,

@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use devcheck_lint::rules::RULES;
+use devcheck_lint::exit::{FAILURE, FINDINGS, SUCCESS};
+use devcheck_lint::rules;
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -34,7 +35,12 @@ const HOT_READ: &str = "use tch::Tensor;\nfn f(t: &Tensor) {\n    for _ in 0..3 
 #[test]
 fn clean_code_exits_0() {
     let output = run(&[corpus("cpu_only.rs").to_str().unwrap()]);
-    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    assert_eq!(
+        output.status.code(),
+        Some(SUCCESS.into()),
+        "{}",
+        stdout(&output)
+    );
     assert!(stdout(&output)
         .ends_with("devcheck-lint: 0 errors, 0 warnings, 0 notes in 1 file (1 parsed)\n"));
 }
@@ -46,7 +52,7 @@ fn warnings_exit_1_and_json_has_the_documented_shape() {
         "json",
         corpus("train_mnist.rs").to_str().unwrap(),
     ]);
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(FINDINGS.into()));
     let json: serde_json::Value = serde_json::from_str(&stdout(&output)).expect("valid JSON");
     let mut keys: Vec<&str> = json
         .as_object()
@@ -102,7 +108,7 @@ fn notes_alone_exit_0() {
     )
     .unwrap();
     let output = run(&[file.to_str().unwrap()]);
-    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(output.status.code(), Some(SUCCESS.into()));
     assert!(
         stdout(&output).contains("note[host-sync]"),
         "{}",
@@ -123,7 +129,7 @@ fn unreadable_inputs_exit_2_after_reporting_everything_else() {
         dir.path().to_str().unwrap(),
         missing.to_str().unwrap(),
     ]);
-    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(output.status.code(), Some(FAILURE.into()));
     let json: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
     assert_eq!(
         json["findings"].as_array().unwrap().len(),
@@ -157,16 +163,19 @@ fn unreadable_inputs_exit_2_after_reporting_everything_else() {
 
 #[test]
 fn bad_usage_exits_2() {
-    assert_eq!(run(&["--format", "xml"]).status.code(), Some(2));
+    assert_eq!(
+        run(&["--format", "xml"]).status.code(),
+        Some(FAILURE.into())
+    );
     let unknown = run(&["--explain", "host-synk"]);
-    assert_eq!(unknown.status.code(), Some(2));
+    assert_eq!(unknown.status.code(), Some(FAILURE.into()));
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("unknown rule `host-synk`"));
 }
 
 #[test]
 fn explain_prints_the_rule_docs() {
     let explained = run(&["--explain", "data-dependent-shape"]);
-    assert_eq!(explained.status.code(), Some(0));
+    assert_eq!(explained.status.code(), Some(SUCCESS.into()));
     let text = stdout(&explained);
     assert!(text.starts_with("data-dependent-shape: "));
     for heading in [
@@ -184,16 +193,16 @@ fn explain_prints_the_rule_docs() {
 #[test]
 fn list_rules_prints_every_registered_rule_in_order() {
     let output = run(&["--list-rules"]);
-    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(output.status.code(), Some(SUCCESS.into()));
     let listed = stdout(&output);
     let lines: Vec<&str> = listed.lines().collect();
     let ids: Vec<&str> = lines
         .iter()
         .map(|l| l.split_whitespace().next().unwrap())
         .collect();
-    let registry: Vec<&str> = RULES.iter().map(|rule| rule.id.as_str()).collect();
+    let registry: Vec<&str> = rules::all().map(|rule| rule.id.as_str()).collect();
     assert_eq!(ids, registry, "{listed}");
-    for (line, rule) in lines.iter().zip(RULES) {
+    for (line, rule) in lines.iter().zip(rules::all()) {
         // The level as devcheck.toml spells it: `allow`, `note`, `warn`, `deny`.
         let level = format!("{:?}", rule.default_level).to_lowercase();
         assert_eq!(
@@ -230,7 +239,7 @@ fn devcheck_toml_is_found_above_the_path_and_sets_levels() {
     )
     .unwrap();
     let denied = run(&[src.to_str().unwrap()]);
-    assert_eq!(denied.status.code(), Some(1));
+    assert_eq!(denied.status.code(), Some(FINDINGS.into()));
     assert!(
         stdout(&denied).contains("error[host-sync]"),
         "{}",
@@ -243,7 +252,7 @@ fn devcheck_toml_is_found_above_the_path_and_sets_levels() {
     )
     .unwrap();
     let allowed = run(&[src.to_str().unwrap()]);
-    assert_eq!(allowed.status.code(), Some(0));
+    assert_eq!(allowed.status.code(), Some(SUCCESS.into()));
     assert!(!stdout(&allowed).contains("host-sync]"));
 
     std::fs::write(
@@ -252,7 +261,7 @@ fn devcheck_toml_is_found_above_the_path_and_sets_levels() {
     )
     .unwrap();
     let broken = run(&[src.to_str().unwrap()]);
-    assert_eq!(broken.status.code(), Some(2));
+    assert_eq!(broken.status.code(), Some(FAILURE.into()));
     assert!(String::from_utf8_lossy(&broken.stderr)
         .contains("devcheck.toml is not a valid devcheck configuration"));
 
@@ -263,6 +272,6 @@ fn devcheck_toml_is_found_above_the_path_and_sets_levels() {
         explicit.to_str().unwrap(),
         src.to_str().unwrap(),
     ]);
-    assert_eq!(noted.status.code(), Some(0));
+    assert_eq!(noted.status.code(), Some(SUCCESS.into()));
     assert!(stdout(&noted).contains("note[host-sync]"));
 }

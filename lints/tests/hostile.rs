@@ -11,6 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use devcheck_lint::exit::{FAILURE, FINDINGS, SUCCESS};
 use serde_json::Value;
 
 /// One finding: `double_value` at line 4, inside the loop at line 3.
@@ -101,7 +102,7 @@ fn an_unparsable_file_is_an_error_with_its_line() {
         (run.count("files_scanned"), run.count("files_parsed")),
         (2, 1)
     );
-    assert_eq!(run.code, Some(2));
+    assert_eq!(run.code, Some(FAILURE.into()));
 }
 
 #[test]
@@ -116,7 +117,7 @@ fn invalid_utf8_is_an_error_with_its_line() {
         (run.count("files_scanned"), run.count("files_parsed")),
         (1, 1)
     );
-    assert_eq!(run.code, Some(2));
+    assert_eq!(run.code, Some(FAILURE.into()));
 }
 
 #[test]
@@ -199,7 +200,7 @@ fn nesting_fifty_thousand_deep_is_refused_not_a_crash() {
                 || message.starts_with("expression nested more than 3000 levels deep"),
             "{shape}: {message}"
         );
-        assert_eq!(run.code, Some(2), "{shape}");
+        assert_eq!(run.code, Some(FAILURE.into()), "{shape}");
     }
 }
 
@@ -241,7 +242,7 @@ fn a_20_mb_generated_file_is_linted_with_its_findings() {
         (run.count("files_scanned"), run.count("files_parsed")),
         (2, 2)
     );
-    assert_eq!(run.code, Some(1));
+    assert_eq!(run.code, Some(FINDINGS.into()));
 }
 
 #[cfg(unix)]
@@ -257,7 +258,7 @@ fn a_symlink_loop_is_an_error_and_not_followed() {
     let message = error["message"].as_str().unwrap();
     assert!(message.starts_with("symbolic link loop"), "{message}");
     assert_eq!(run.count("files_scanned"), 1);
-    assert_eq!(run.code, Some(2));
+    assert_eq!(run.code, Some(FAILURE.into()));
 }
 
 #[cfg(unix)]
@@ -270,7 +271,7 @@ fn a_dangling_symlink_is_an_error() {
     let error = run.only_error_for("dangling.rs");
     let message = error["message"].as_str().unwrap();
     assert!(message.contains("No such file or directory"), "{message}");
-    assert_eq!(run.code, Some(2));
+    assert_eq!(run.code, Some(FAILURE.into()));
 }
 
 /// Only `.rs` files are read, so links that lead nowhere under other names
@@ -294,7 +295,7 @@ fn a_dangling_symlink_to_a_non_rust_file_is_not_an_input() {
     run.assert_good_file_linted();
     assert!(run.errors().is_empty(), "{:#?}", run.errors());
     assert_eq!(run.count("files_scanned"), 1);
-    assert_eq!(run.code, Some(1));
+    assert_eq!(run.code, Some(FINDINGS.into()));
 }
 
 /// Only `.rs` files (and the `Cargo.toml` files above them) are ever
@@ -353,7 +354,7 @@ fn files_other_than_rust_sources_are_never_opened() {
     run.assert_good_file_linted();
     assert!(run.errors().is_empty(), "{:#?}", run.errors());
     assert_eq!(run.count("files_scanned"), 2);
-    assert_eq!(run.code, Some(1));
+    assert_eq!(run.code, Some(FINDINGS.into()));
     std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
 }
 
@@ -391,7 +392,7 @@ fn an_unreadable_file_is_an_error() {
     }
     // good.rs, and locked.rs where it could be read.
     assert_eq!(run.count("files_scanned"), 1 + u64::from(privileged));
-    assert_eq!(run.code, Some(2));
+    assert_eq!(run.code, Some(FAILURE.into()));
     std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o600)).unwrap();
 }
 
@@ -405,7 +406,7 @@ fn a_missing_path_on_the_command_line_is_an_error() {
     assert_eq!(error["message"], "no such file or directory");
     assert!(error["line"].is_null());
     assert_eq!(run.count("files_scanned"), 1);
-    assert_eq!(run.code, Some(2));
+    assert_eq!(run.code, Some(FAILURE.into()));
 }
 
 #[test]
@@ -418,7 +419,7 @@ fn an_empty_file_is_valid_rust() {
         (run.count("files_scanned"), run.count("files_parsed")),
         (2, 1)
     );
-    assert_eq!(run.code, Some(1));
+    assert_eq!(run.code, Some(FINDINGS.into()));
 }
 
 #[test]
@@ -429,10 +430,10 @@ fn a_directory_without_rust_files_is_not_an_error() {
     let run = lint(&[good.path(), other.path()]);
     run.assert_good_file_linted();
     assert!(run.errors().is_empty(), "{:#?}", run.errors());
-    assert_eq!(run.code, Some(1));
+    assert_eq!(run.code, Some(FINDINGS.into()));
 
     let run = lint(&[other.path()]);
     assert!(run.errors().is_empty(), "{:#?}", run.errors());
     assert_eq!(run.count("files_scanned"), 0);
-    assert_eq!(run.code, Some(0));
+    assert_eq!(run.code, Some(SUCCESS.into()));
 }

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use devcheck_lint::exit::{FAILURE, FINDINGS};
 use devcheck_lint::{lint_paths, lint_sources, Config, Report};
 
 /// A file with exactly one finding, linted next to each bad input.
@@ -44,7 +45,7 @@ fn a_parse_error_is_reported_with_its_line() {
     assert!(file.ends_with("broken.rs"));
     assert!(line.is_some());
     assert!(message.starts_with("could not parse: "), "{message}");
-    assert_eq!(report.exit_code(), 2);
+    assert_eq!(report.exit_code(), FAILURE);
 }
 
 #[test]
@@ -54,7 +55,7 @@ fn invalid_utf8_is_reported_with_its_line() {
     let (_, line, message) = only_error(&report);
     assert_eq!(line, Some(3));
     assert_eq!(message, "not valid UTF-8; the file was not linted");
-    assert_eq!(report.exit_code(), 2);
+    assert_eq!(report.exit_code(), FAILURE);
 }
 
 #[test]
@@ -71,7 +72,7 @@ fn a_missing_path_is_reported_and_the_rest_linted() {
         only_error(&report),
         (missing, None, "no such file or directory".to_owned())
     );
-    assert_eq!(report.exit_code(), 2);
+    assert_eq!(report.exit_code(), FAILURE);
 }
 
 #[test]
@@ -80,7 +81,7 @@ fn an_empty_file_is_valid_rust() {
     assert_good_file_linted(&report);
     assert!(report.errors.is_empty());
     assert_eq!(report.files_scanned, 2);
-    assert_eq!(report.exit_code(), 1);
+    assert_eq!(report.exit_code(), FINDINGS);
 }
 
 #[cfg(unix)]
@@ -109,7 +110,7 @@ fn a_symlink_loop_and_a_dangling_link_are_reported() {
         "{:?}",
         report.errors
     );
-    assert_eq!(report.exit_code(), 2);
+    assert_eq!(report.exit_code(), FAILURE);
 }
 
 #[cfg(unix)]

@@ -844,7 +844,7 @@ impl<'a> CrateIndex<'a> {
                     steps,
                     periodic: site.context.periodic.clone(),
                     cold: site.context.cold.clone(),
-                    pattern: site.pattern,
+                    pattern: site.hit.pattern,
                     message: site.hit.message.clone(),
                     fix: site.hit.fix,
                     condition,

@@ -77,8 +77,6 @@ pub struct Site {
     pub requirement: Option<Requirement>,
     /// Where the subject lives; a subject on the CPU never syncs.
     pub place: Place,
-    /// Index of the `devcheck.toml` pattern, for custom-pattern sites.
-    pub pattern: Option<usize>,
     /// Local closures the sync is reached through (`closure `log``).
     pub via: Vec<String>,
     /// The subject is a whole value that changes with each iteration (a
@@ -225,15 +223,11 @@ pub struct FnFacts {
     pub body_return: Option<TypeRef>,
     /// Where what it returns lives, in terms of its parameters.
     pub return_place: Place,
-    /// Set when it is test code, or otherwise not in a release hot path.
-    pub cold: Option<Cold>,
     /// Its body runs an update outside any loop (a backward pass, an
     /// optimizer or environment step).
     pub update: bool,
     /// Its body runs a model outside any loop.
     pub forward: bool,
-    /// Where it is defined (the name).
-    pub loc: Loc,
 }
 
 impl FnFacts {

@@ -3,6 +3,7 @@
 //! `info!(loss = %t)` are seen, and calls inside any macro are walked.
 
 use std::collections::HashSet;
+use std::sync::LazyLock;
 
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
 use syn::parse::Parser;
@@ -14,7 +15,7 @@ use super::facts::{Cold, Loc};
 use super::hot_path::{is_debug_assertion, is_debug_log};
 use super::values::Val;
 use super::walker::{collection_of, Walker};
-use crate::rules::host_sync::{self, FormatTrait};
+use crate::rules::{self, CalleeName, FormatArg, FormatTrait};
 
 /// How a macro uses its arguments.
 enum MacroKind {
@@ -75,15 +76,13 @@ impl Walker<'_> {
     }
 
     fn mac_named(&mut self, mac: &syn::Macro, name: String) -> Val {
-        if self.has_patterns() {
-            let start = mac
-                .path
-                .segments
-                .first()
-                .map_or_else(|| mac.path.span(), |s| s.ident.span());
-            let loc = self.loc(start, mac.delimiter.span().close());
-            self.custom(&format!("{name}!"), loc);
-        }
+        let start = mac
+            .path
+            .segments
+            .first()
+            .map_or_else(|| mac.path.span(), |s| s.ident.span());
+        let loc = self.loc(start, mac.delimiter.span().close());
+        self.callee(CalleeName::Macro(&name), loc);
         match macro_kind(&name) {
             MacroKind::Vec => self.vec_macro(&mac.tokens),
             MacroKind::Format(first) => {
@@ -213,65 +212,35 @@ impl Walker<'_> {
 
     fn format_arg(&mut self, macro_name: &str, how: FormatTrait, value: &Val, loc: Loc) {
         let scalar = matches!(value, Val::Tensor(facts) if facts.scalar);
-        if let Some(hit) = host_sync::formatted(macro_name, how, scalar) {
+        let arg = FormatArg {
+            macro_name,
+            how,
+            scalar,
+        };
+        if let Some(hit) = rules::first_hit(|rule| rule.format_arg(&arg)) {
             self.report(hit, value, loc);
         }
     }
 }
 
-/// Identifiers that can start a finding inside an arbitrary macro body.
-const INTERESTING_IDENTS: &[&str] = &[
-    "double_value",
-    "int64_value",
-    "f_double_value",
-    "f_int64_value",
-    "copy_data",
-    "copy_data_u8",
-    "to_device",
-    "to_device_",
-    "to",
-    "iter",
-    "print",
-    "to_string",
-    "try_from",
-    "from",
-    "try_into",
-    "equal",
-    "allclose",
-    "is_nonzero",
-    "nonzero",
-    "argwhere",
-    "masked_select",
-    "unique",
-    "unique_dim",
-    "unique_consecutive",
-    "bincount",
-    "repeat_interleave",
-    "index",
-    "i",
-    "batch_accuracy_for_logits",
-    "clip_grad_norm",
-    "backward_step_clip_norm",
-    "println",
-    "print",
-    "eprintln",
-    "format",
-    "write",
-    "writeln",
-    "info",
-    "warn",
-    "debug",
-    "error",
-    "trace",
-    "dbg",
-    "for_each",
-    "scalar_f64",
-    "scalar_i64",
-    "vec_f32",
-    "vec_f64",
-    "vec_i64",
-    "to_host",
+/// Identifiers that can start a finding inside an arbitrary macro body,
+/// besides the rules' own ([`rules::Rule::macro_idents`]): the formatting
+/// and log macros whose arguments the rules are shown, and the adapter
+/// whose closure runs per element.
+const WALKER_IDENTS: &[&str] = &[
+    "println", "print", "eprintln", "format", "write", "writeln", "info", "warn", "debug", "error",
+    "trace", "dbg", "for_each",
 ];
+
+/// The walker's identifiers and every registered rule's.
+static INTERESTING_IDENTS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+    rules::registered()
+        .iter()
+        .flat_map(|rule| rule.macro_idents())
+        .chain(WALKER_IDENTS)
+        .copied()
+        .collect()
+});
 
 fn mentions_interesting_ident(tokens: &TokenStream) -> bool {
     tokens.clone().into_iter().any(|tree| match tree {

@@ -90,11 +90,12 @@ pub fn declared_targets(manifest: &toml::Table) -> DeclaredTargets {
 
 /// The scope of `path`, given the root of the crate it belongs to (the
 /// directory of the nearest `Cargo.toml`), or `None` outside any crate.
+#[cfg(test)]
 pub fn file_scope(path: &Path, crate_root: Option<&Path>) -> FileScope {
     file_scope_in(path, crate_root, &DeclaredTargets::default())
 }
 
-/// [`file_scope`], honouring the targets the crate's manifest declares with
+/// `file_scope`, honouring the targets the crate's manifest declares with
 /// explicit paths: a declared root file is its target, and the files in
 /// the directory of a library root declared outside `src/` are its modules.
 pub fn file_scope_in(

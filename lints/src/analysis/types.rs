@@ -5,7 +5,7 @@ use quote::ToTokens;
 use syn::{GenericArgument, PathArguments, ReturnType, Type, TypeParamBound};
 
 use super::facts::TyKind;
-use crate::rules::host_sync::Target;
+use crate::rules::Target;
 
 /// Classifies a written type; `self_ty` replaces `Self`, and `generics` maps the enclosing items'
 /// type parameters to their first trait bound (`B: Buffer` → `Buffer`), so

@@ -252,6 +252,7 @@ pub enum Val {
 
 impl Val {
     /// A tensor with unknown placement.
+    #[cfg(test)]
     pub fn device_tensor() -> Val {
         Val::Tensor(TensorFacts::default())
     }

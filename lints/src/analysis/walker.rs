@@ -26,9 +26,7 @@ use super::values::{
     tensor_method, Gate, Place, PlaceRef, TensorFacts, TypeRef, Val,
 };
 use crate::config::CustomPattern;
-use crate::rules::{
-    custom_pattern, data_dependent_shape, host_sync, host_value_op, syncing_helper, Hit, MethodCall,
-};
+use crate::rules::{self, CalleeName, Conversion, Hit, MethodCall, NamedCall, OwnLoop};
 
 mod calls;
 mod expressions;
@@ -571,10 +569,8 @@ impl<'a> Walker<'a> {
             returns,
             body_return: None,
             return_place: Place::Device,
-            cold: cold.clone(),
             update: false,
             forward: false,
-            loc,
         });
         self.next_statement += 1;
         self.fn_state = FnState {
@@ -1054,8 +1050,15 @@ impl<'a> Walker<'a> {
         {
             let method = if fallible { "try_into" } else { "into" };
             let op = format!("{method}::<{}>", compact(ty));
-            let hit = host_sync::conversion(&op, target, by_ref && fallible, fallible);
-            self.report_with(hit, &receiver, loc, None, item);
+            let conversion = Conversion {
+                op: &op,
+                target,
+                by_ref: by_ref && fallible,
+                fallible,
+            };
+            if let Some(hit) = rules::first_hit(|rule| rule.conversion(&conversion)) {
+                self.report_with(hit, &receiver, loc, None, item);
+            }
         }
     }
 
@@ -1091,8 +1094,8 @@ impl<'a> Walker<'a> {
         };
         // `t.iter::<T>()` is a loop of its own: one read per item, and so
         // is a helper that loops over mini-batches itself.
-        let element_iter = hit.op == "iter::<T>";
-        let helper = crate::rules::syncing_helper::loops_itself(&hit.op).then(|| hit.op.clone());
+        let element_iter = hit.own_loop == Some(OwnLoop::Elements);
+        let helper = (hit.own_loop == Some(OwnLoop::MiniBatches)).then(|| hit.op.clone());
         let saved = (element_iter || helper.is_some()).then(|| {
             let saved = self.enter_loop(false, loc.line);
             self.mark_loop(|l| {
@@ -1108,7 +1111,6 @@ impl<'a> Walker<'a> {
             context: self.fn_state.context.clone(),
             requirement,
             place: subject.place().unwrap_or_default(),
-            pattern: None,
             via: Vec::new(),
             item,
             alias: None,
@@ -1127,16 +1129,20 @@ impl<'a> Walker<'a> {
         }
     }
 
-    /// Checks a callee against the `devcheck.toml` patterns.
-    pub(crate) fn custom(&mut self, callee: &str, loc: Loc) {
-        if let Some((index, hit)) = custom_pattern::check(self.patterns, callee) {
+    /// Asks the rules about a callee by name; what they report is recorded
+    /// whatever it is called on.
+    pub(crate) fn callee(&mut self, name: CalleeName<'_>, loc: Loc) {
+        let callee = NamedCall {
+            name,
+            patterns: self.patterns,
+        };
+        if let Some(hit) = rules::first_hit(|rule| rule.callee(&callee)) {
             self.push_site(Site {
                 hit,
                 loc,
                 context: self.fn_state.context.clone(),
                 requirement: None,
                 place: Place::Device,
-                pattern: Some(index),
                 via: Vec::new(),
                 item: false,
                 alias: None,
@@ -1208,10 +1214,6 @@ impl<'a> Walker<'a> {
         self.source.get(range).map_or_else(String::new, |s| {
             s.split_whitespace().collect::<Vec<_>>().join(" ")
         })
-    }
-
-    pub(crate) fn has_patterns(&self) -> bool {
-        !self.patterns.is_empty()
     }
 
     pub(crate) fn lookup_name(&self, name: &str) -> Val {

@@ -10,7 +10,7 @@ use std::path::{Component, Path, PathBuf};
 use serde_json::{json, Value};
 
 use crate::config::Level;
-use crate::rules::{RuleInfo, RULES};
+use crate::rules::{self, RuleInfo};
 use crate::{FileError, Finding, Report, Severity};
 
 /// The schema the output declares.
@@ -56,7 +56,7 @@ pub fn sarif(report: &Report, cwd: &Path, root: &Path) -> String {
                 "driver": {
                     "name": "devcheck-lint",
                     "version": env!("CARGO_PKG_VERSION"),
-                    "rules": RULES.iter().map(|rule| descriptor(rule)).collect::<Vec<_>>(),
+                    "rules": rules::all().map(descriptor).collect::<Vec<_>>(),
                 }
             },
             "originalUriBaseIds": {
@@ -119,8 +119,7 @@ fn result_level(severity: Severity) -> &'static str {
 }
 
 fn result(finding: &Finding, locator: &Locator) -> Value {
-    let rule_index = RULES
-        .iter()
+    let rule_index = rules::all()
         .position(|rule| rule.id == finding.rule)
         .expect("every finding's rule is in the registry");
     // Code-scanning shows only the message, so the notes (the loop, the call
@@ -256,11 +255,10 @@ fn directory_uri(dir: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::RuleId;
 
     fn finding(file: &str) -> Finding {
         Finding {
-            rule: RuleId::HostValueOp,
+            rule: rules::by_id("host-value-op"),
             severity: Severity::Warning,
             file: PathBuf::from(file),
             line: 4,
@@ -299,7 +297,7 @@ mod tests {
             .iter()
             .map(|rule| rule["id"].as_str().unwrap())
             .collect();
-        let registry: Vec<&str> = RULES.iter().map(|rule| rule.id.as_str()).collect();
+        let registry: Vec<&str> = rules::all().map(|rule| rule.id.as_str()).collect();
         assert_eq!(ids, registry);
         for rule in driver["rules"].as_array().unwrap() {
             for key in ["shortDescription", "fullDescription", "help"] {

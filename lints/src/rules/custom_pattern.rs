@@ -1,7 +1,7 @@
 //! `custom-pattern`: calls that match a regex from `devcheck.toml`.
 
-use super::{declare_rule, Hit, Need, RuleId};
-use crate::config::CustomPattern;
+use super::{Hit, NamedCall, Need, Rule, RuleInfo};
+use crate::config::Config;
 
 declare_rule! {
     /// ### What it does
@@ -38,30 +38,44 @@ declare_rule! {
     ///     }
     /// }
     /// ```
-    pub CUSTOM_PATTERN,
-    id: RuleId::CustomPattern,
+    pub CustomPattern => CUSTOM_PATTERN,
+    id: "custom-pattern",
     level: Warn,
     summary: "calls matching a regex listed in devcheck.toml inside loops",
     help: "call it once per epoch or every N steps",
 }
 
-/// Checks a callee (method name, path as written, or `name!`) against the
-/// configured patterns; the first match wins.
-pub(crate) fn check(patterns: &[CustomPattern], callee: &str) -> Option<(usize, Hit)> {
-    patterns
-        .iter()
-        .enumerate()
-        .find(|(_, p)| p.call.is_match(callee))
-        .map(|(index, p)| {
-            let message = p.message.clone().unwrap_or_else(|| {
-                format!(
-                    "`{callee}` matches the pattern `{}` from devcheck.toml",
-                    p.call.as_str()
-                )
-            });
-            (
-                index,
-                Hit::new(RuleId::CustomPattern, callee, Need::Name, message),
-            )
-        })
+impl Rule for CustomPattern {
+    fn info(&self) -> &'static RuleInfo {
+        &CUSTOM_PATTERN
+    }
+
+    /// A pattern can name any callee, in files that never mention tch.
+    fn parses_every_file(&self, config: &Config) -> bool {
+        !config.patterns.is_empty()
+    }
+
+    /// Checks a callee (method name, path as written, or `name!`) against
+    /// the configured patterns; the first match wins.
+    fn callee(&self, callee: &NamedCall<'_>) -> Option<Hit> {
+        if callee.patterns.is_empty() {
+            return None;
+        }
+        let written = callee.name.written();
+        callee
+            .patterns
+            .iter()
+            .enumerate()
+            .find(|(_, p)| p.call.is_match(&written))
+            .map(|(index, p)| {
+                let message = p.message.clone().unwrap_or_else(|| {
+                    format!(
+                        "`{written}` matches the pattern `{}` from devcheck.toml",
+                        p.call.as_str()
+                    )
+                });
+                Hit::new(CUSTOM_PATTERN.id, written.as_str(), Need::Name, message)
+                    .with_pattern(index)
+            })
+    }
 }

@@ -1,6 +1,6 @@
 //! `data-dependent-shape`: ops whose output shape depends on the values.
 
-use super::{declare_rule, infallible_name, Hit, MethodCall, Need, RuleId};
+use super::{infallible_name, Hit, MethodCall, Need, Rule, RuleInfo};
 use crate::analysis::values::Val;
 
 declare_rule! {
@@ -34,15 +34,55 @@ declare_rule! {
     ///     loss = loss + positive;
     /// }
     /// ```
-    pub DATA_DEPENDENT_SHAPE,
-    id: RuleId::DataDependentShape,
+    pub DataDependentShape => DATA_DEPENDENT_SHAPE,
+    id: "data-dependent-shape",
     level: Warn,
     summary: "ops with data-dependent output shapes (`nonzero`, `masked_select`, `unique`, ...) inside loops",
     help: "use a fixed-shape formulation (multiply by the mask, `where_self`, `scatter_add`) or move it out of the loop",
 }
 
+impl Rule for DataDependentShape {
+    fn info(&self) -> &'static RuleInfo {
+        &DATA_DEPENDENT_SHAPE
+    }
+
+    fn method_call(&self, call: &MethodCall<'_>) -> Option<Hit> {
+        method(call)
+    }
+
+    fn prefilter_tokens(&self) -> &'static [&'static str] {
+        &[
+            "masked_select",
+            ".nonzero(",
+            "f_nonzero(",
+            "nonzero_numpy",
+            "argwhere",
+            "unique_dim",
+            "unique_consecutive",
+            "._unique",
+            "repeat_interleave",
+            "bincount",
+        ]
+    }
+
+    fn macro_idents(&self) -> &'static [&'static str] {
+        &[
+            "nonzero",
+            "argwhere",
+            "masked_select",
+            "unique",
+            "unique_dim",
+            "unique_consecutive",
+            "bincount",
+            "repeat_interleave",
+            "index",
+            "i",
+        ]
+    }
+}
+
 /// Checks a method call for an op with a data-dependent output shape.
-pub(crate) fn method(call: &MethodCall<'_>) -> Option<Hit> {
+fn method(call: &MethodCall<'_>) -> Option<Hit> {
     let name = infallible_name(call.name);
     let need = match name {
         "nonzero" | "argwhere" | "unique" => Need::TchFile,
@@ -59,7 +99,7 @@ pub(crate) fn method(call: &MethodCall<'_>) -> Option<Hit> {
         "repeat_interleave" | "repeat_interleave_self_tensor" => Need::Name,
         "index" | "i" if call.args.first().is_some_and(Val::holds_mask) => {
             return Some(Hit::new(
-                RuleId::DataDependentShape,
+                DATA_DEPENDENT_SHAPE.id,
                 format!("{name}(mask)"),
                 Need::TchFile,
                 "indexing with a boolean mask returns a tensor whose shape depends on the data, so the host waits for the device".into(),
@@ -68,7 +108,7 @@ pub(crate) fn method(call: &MethodCall<'_>) -> Option<Hit> {
         _ => return None,
     };
     Some(Hit::new(
-        RuleId::DataDependentShape,
+        DATA_DEPENDENT_SHAPE.id,
         name,
         need,
         format!("`{name}` returns a tensor whose shape depends on the data, so the host waits for the device"),

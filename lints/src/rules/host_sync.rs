@@ -1,7 +1,10 @@
 //! `host-sync`: scalar reads, bulk copies to the host and printing of
 //! device tensors.
 
-use super::{declare_rule, infallible_name, is_device_move, Hit, MethodCall, Need, RuleId};
+use super::{
+    infallible_name, is_device_move, Conversion, FormatArg, FormatTrait, Hit,
+    MethodCall, Need, OwnLoop, PathCall, Rule, RuleInfo, Target,
+};
 use crate::analysis::facts::Fix;
 use crate::analysis::values::Val;
 
@@ -55,21 +58,100 @@ declare_rule! {
     /// }
     /// println!("mean loss {}", total.double_value(&[]) / batches as f64);
     /// ```
-    pub HOST_SYNC,
-    id: RuleId::HostSync,
+    pub HostSync => HOST_SYNC,
+    id: "host-sync",
     level: Warn,
     summary: "scalar reads, copies to the host and printing of device tensors inside loops",
     help: "accumulate on the device and read once after the loop, or every N steps",
 }
 
+impl Rule for HostSync {
+    fn info(&self) -> &'static RuleInfo {
+        &HOST_SYNC
+    }
+
+    fn method_call(&self, call: &MethodCall<'_>) -> Option<Hit> {
+        method(call)
+    }
+
+    fn point_free_method(&self, call: &MethodCall<'_>) -> Option<Hit> {
+        method(call)
+    }
+
+    fn conversion(&self, conversion: &Conversion<'_>) -> Option<Hit> {
+        Some(self::conversion(conversion))
+    }
+
+    fn path_call(&self, call: &PathCall<'_>) -> Option<Hit> {
+        // devcheck's tracked readbacks: `readbacks::scalar_f64(&loss)`.
+        if call.segments.iter().any(|s| s == "readbacks") {
+            tracked_readback(call.name)
+        } else {
+            None
+        }
+    }
+
+    fn format_arg(&self, arg: &FormatArg<'_>) -> Option<Hit> {
+        formatted(arg)
+    }
+
+    fn help(&self, fixes: &[Fix]) -> &'static str {
+        if fixes.iter().all(|f| *f == Fix::Format) {
+            "format lazily: log every N steps (`if step % N == 0`), printing a value accumulated on the device rather than each step's tensor"
+        } else if fixes.iter().all(|f| *f == Fix::Element) {
+            "copy the tensor to the host once before the loop (`Vec::<T>::try_from`) and index the vector"
+        } else if fixes.iter().all(|f| *f == Fix::Bulk) {
+            "copy less often: keep what the next step needs on the device, and copy results to the host in one batch after the loop"
+        } else {
+            HOST_SYNC.help
+        }
+    }
+
+    fn prefilter_tokens(&self) -> &'static [&'static str] {
+        &[
+            "double_value",
+            "int64_value",
+            "copy_data",
+            "Device::Cpu",
+            ".iter::<",
+        ]
+    }
+
+    fn macro_idents(&self) -> &'static [&'static str] {
+        &[
+            "double_value",
+            "int64_value",
+            "f_double_value",
+            "f_int64_value",
+            "copy_data",
+            "copy_data_u8",
+            "to_device",
+            "to_device_",
+            "to",
+            "iter",
+            "print",
+            "to_string",
+            "try_from",
+            "from",
+            "try_into",
+            "scalar_f64",
+            "scalar_i64",
+            "vec_f32",
+            "vec_f64",
+            "vec_i64",
+            "to_host",
+        ]
+    }
+}
+
 /// Checks a method call for a scalar read, a host copy or printing.
-pub(crate) fn method(call: &MethodCall<'_>) -> Option<Hit> {
+fn method(call: &MethodCall<'_>) -> Option<Hit> {
     let name = infallible_name(call.name);
-    let hit = |need, message: String| Some(Hit::new(RuleId::HostSync, name, need, message));
+    let hit = |need, message: String| Some(Hit::new(HOST_SYNC.id, name, need, message));
     match name {
         "double_value" | "int64_value" => {
             let hit = Hit::new(
-                RuleId::HostSync,
+                HOST_SYNC.id,
                 name,
                 Need::Name,
                 format!("`{name}` reads a tensor element back to the host"),
@@ -97,7 +179,7 @@ pub(crate) fn method(call: &MethodCall<'_>) -> Option<Hit> {
             };
             Some(
                 Hit::new(
-                    RuleId::HostSync,
+                    HOST_SYNC.id,
                     format!("{name}(Device::Cpu)"),
                     need,
                     format!("`{name}(Device::Cpu)` copies the tensor to the host"),
@@ -107,14 +189,15 @@ pub(crate) fn method(call: &MethodCall<'_>) -> Option<Hit> {
         }
         "iter" if call.scalar_turbofish => Some(
             Hit::new(
-                RuleId::HostSync,
+                HOST_SYNC.id,
                 "iter::<T>",
                 Need::TchFile,
                 "`iter::<T>()` reads the tensor back to the host one element at a time".into(),
             )
             .with_note(
                 "each item is a separate scalar read, so a loop over it syncs once per item",
-            ),
+            )
+            .with_own_loop(OwnLoop::Elements),
         ),
         "print" if call.args.is_empty() => hit(
             Need::Tensor,
@@ -130,18 +213,9 @@ pub(crate) fn method(call: &MethodCall<'_>) -> Option<Hit> {
     }
 }
 
-/// What a conversion converts into.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Target {
-    /// A scalar (`f64`, `i64`, `bool`, ...).
-    Scalar,
-    /// A `Vec` or an ndarray array: a bulk copy.
-    Bulk,
-}
-
 /// A read through devcheck's own tracked-readback wrappers
 /// (`readbacks::scalar_f64(&t)`): counted by devcheck, but still a sync.
-pub(crate) fn tracked_readback(name: &str) -> Option<Hit> {
+fn tracked_readback(name: &str) -> Option<Hit> {
     let (what, fix) = match name {
         "scalar_f64" | "scalar_i64" => ("reads a tensor scalar back to the host", Fix::Rule),
         "vec_f32" | "vec_f64" | "vec_i64" | "to_host" => {
@@ -151,7 +225,7 @@ pub(crate) fn tracked_readback(name: &str) -> Option<Hit> {
     };
     Some(
         Hit::new(
-            RuleId::HostSync,
+            HOST_SYNC.id,
             format!("readbacks::{name}"),
             Need::Name,
             format!("`readbacks::{name}` {what}"),
@@ -163,21 +237,25 @@ pub(crate) fn tracked_readback(name: &str) -> Option<Hit> {
 
 /// Checks `Target::try_from(arg)` / `Target::from(arg)` / `arg.try_into()`.
 ///
-/// `op` is how the conversion is written (`f64::try_from`). `by_ref` says
-/// the argument is a reference, which primitive `From` impls never take, so
-/// a scalar conversion from a reference can only be tch's. `Vec::from(&x)`
+/// A scalar conversion from a reference can only be tch's. `Vec::from(&x)`
 /// is common for slices, so bulk conversions need `try_from` (`fallible`)
 /// as well before an unknown argument counts.
-pub(crate) fn conversion(op: &str, target: Target, by_ref: bool, fallible: bool) -> Hit {
+fn conversion(conversion: &Conversion<'_>) -> Hit {
+    let &Conversion {
+        op,
+        target,
+        by_ref,
+        fallible,
+    } = conversion;
     match target {
         Target::Scalar => Hit::new(
-            RuleId::HostSync,
+            HOST_SYNC.id,
             op,
             if by_ref { Need::Name } else { Need::Tensor },
             format!("`{op}` reads a tensor scalar back to the host"),
         ),
         Target::Bulk => Hit::new(
-            RuleId::HostSync,
+            HOST_SYNC.id,
             op,
             if by_ref && fallible {
                 Need::TchFile
@@ -190,21 +268,17 @@ pub(crate) fn conversion(op: &str, target: Target, by_ref: bool, fallible: bool)
     }
 }
 
-/// How a format placeholder prints its argument.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum FormatTrait {
-    /// `{}`: tch's `Display` prints every element.
-    Display,
-    /// `{:?}`: tch's `Debug` prints values only for tensors under ten elements.
-    Debug,
-}
-
 /// Checks one tensor argument of a formatting macro.
-pub(crate) fn formatted(macro_name: &str, how: FormatTrait, scalar: bool) -> Option<Hit> {
+fn formatted(arg: &FormatArg<'_>) -> Option<Hit> {
+    let &FormatArg {
+        macro_name,
+        how,
+        scalar,
+    } = arg;
     match how {
         FormatTrait::Display => Some(
             Hit::new(
-                RuleId::HostSync,
+                HOST_SYNC.id,
                 format!("{macro_name}!(\"{{}}\")"),
                 Need::Tensor,
                 format!("formatting a tensor with `{{}}` in `{macro_name}!` reads its data back to the host"),
@@ -213,7 +287,7 @@ pub(crate) fn formatted(macro_name: &str, how: FormatTrait, scalar: bool) -> Opt
         ),
         FormatTrait::Debug if scalar => Some(
             Hit::new(
-                RuleId::HostSync,
+                HOST_SYNC.id,
                 format!("{macro_name}!(\"{{:?}}\")"),
                 Need::Tensor,
                 format!("formatting a 0-dim tensor with `{{:?}}` in `{macro_name}!` reads its value back to the host"),

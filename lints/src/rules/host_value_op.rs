@@ -1,6 +1,6 @@
 //! `host-value-op`: tensor ops whose result is a host value.
 
-use super::{declare_rule, infallible_name, Hit, MethodCall, Need, RuleId};
+use super::{infallible_name, Hit, MethodCall, Need, Rule, RuleInfo};
 
 declare_rule! {
     /// ### What it does
@@ -37,15 +37,33 @@ declare_rule! {
     ///     }
     /// }
     /// ```
-    pub HOST_VALUE_OP,
-    id: RuleId::HostValueOp,
+    pub HostValueOp => HOST_VALUE_OP,
+    id: "host-value-op",
     level: Warn,
     summary: "ops that return a host value (`equal`, `allclose`, `is_nonzero`) inside loops",
     help: "keep the result on the device (e.g. `eq_tensor`, `isclose`) and read it every N steps",
 }
 
+impl Rule for HostValueOp {
+    fn info(&self) -> &'static RuleInfo {
+        &HOST_VALUE_OP
+    }
+
+    fn method_call(&self, call: &MethodCall<'_>) -> Option<Hit> {
+        method(call)
+    }
+
+    fn prefilter_tokens(&self) -> &'static [&'static str] {
+        &["allclose"]
+    }
+
+    fn macro_idents(&self) -> &'static [&'static str] {
+        &["equal", "allclose", "is_nonzero"]
+    }
+}
+
 /// Checks a method call for an op returning a host value.
-pub(crate) fn method(call: &MethodCall<'_>) -> Option<Hit> {
+fn method(call: &MethodCall<'_>) -> Option<Hit> {
     let name = infallible_name(call.name);
     let need = match name {
         "equal" if call.args.len() == 1 => Need::TchFile,
@@ -58,7 +76,7 @@ pub(crate) fn method(call: &MethodCall<'_>) -> Option<Hit> {
         "a host `bool`"
     };
     Some(Hit::new(
-        RuleId::HostValueOp,
+        HOST_VALUE_OP.id,
         name,
         need,
         format!("`{name}` returns {returns}, so the host waits for the device"),

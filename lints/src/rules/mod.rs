@@ -1,89 +1,199 @@
-//! The rule registry: one module per rule, each declaring its id, default
-//! level and documentation in one place. `--explain`, `--list-rules` and the
-//! SARIF `rules[]` array all read [`RULES`], so a rule exists once.
+//! The rule registry and the hooks through which rules see code.
+//!
+//! Each rule is one module that declares its id, default level and
+//! documentation ([`RuleInfo`], from which `--explain`, `--list-rules` and
+//! SARIF's `rules[]` come) and implements the `Rule` hooks it needs, as a
+//! clippy lint implements `LateLintPass`: the walker evaluates the code and
+//! calls every registered rule at each hook. The `registry!` call below is
+//! the one list of rules; adding a rule is a new module and one line there.
 
+use std::cmp::Ordering;
 use std::fmt;
 
 use serde::{Serialize, Serializer};
 
 use crate::analysis::facts::Fix;
 use crate::analysis::values::Val;
-use crate::config::Level;
-
-pub mod custom_pattern;
-pub mod data_dependent_shape;
-pub mod host_sync;
-pub mod host_value_op;
-pub mod syncing_helper;
+use crate::config::{Config, CustomPattern, Level};
 
 /// Declares a rule the way clippy declares a lint: the doc comment is the
 /// rule's documentation, and it is also kept as a string for `--explain`.
+/// It declares the rule's [`RuleInfo`] static and the unit struct that
+/// implements the rule's [`Rule`] hooks.
 macro_rules! declare_rule {
     (
         $(#[doc = $doc:literal])*
-        pub $name:ident,
-        id: $id:expr,
+        pub $rule:ident => $info:ident,
+        id: $id:literal,
         level: $level:ident,
         summary: $summary:literal,
         help: $help:literal $(,)?
     ) => {
         $(#[doc = $doc])*
-        pub static $name: $crate::rules::RuleInfo = $crate::rules::RuleInfo {
-            id: $id,
+        pub static $info: $crate::rules::RuleInfo = $crate::rules::RuleInfo {
+            id: $crate::rules::RuleId::new($id),
             default_level: $crate::config::Level::$level,
             summary: $summary,
             help: $help,
             doc: concat!($($doc, "\n"),*),
         };
+
+        #[doc = concat!("The `", $id, "` rule's hooks.")]
+        pub(crate) struct $rule;
     };
 }
-pub(crate) use declare_rule;
 
-/// Stable identifier of a rule, written in kebab case in all output.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum RuleId {
-    /// Scalar reads, bulk copies to the host and printing of device tensors.
-    HostSync,
-    /// Ops that return a host value: `equal`, `allclose`, `is_nonzero`.
-    HostValueOp,
-    /// Ops whose output shape depends on the data: `nonzero`, `masked_select`, ...
-    DataDependentShape,
-    /// tch helpers that read back internally: `clip_grad_norm`, ...
-    SyncingHelper,
-    /// Calls matching a regex from `devcheck.toml`.
-    CustomPattern,
+/// The registry: declares each rule's module and lists its hooks, in the
+/// order `--list-rules` prints the rules, the walker asks them (the first
+/// rule that reports a call wins) and findings on one column are sorted.
+macro_rules! registry {
+    ($($module:ident::$rule:ident),* $(,)?) => {
+        $(mod $module;)*
+
+        static REGISTRY: &[&dyn Rule] = &[$(&$module::$rule),*];
+    };
 }
 
-impl RuleId {
-    /// The kebab-case id used on the command line, in config and in output.
-    pub fn as_str(self) -> &'static str {
-        self.info().id.as_str_const()
+registry! {
+    host_sync::HostSync,
+    host_value_op::HostValueOp,
+    data_dependent_shape::DataDependentShape,
+    syncing_helper::SyncingHelper,
+    custom_pattern::CustomPattern,
+}
+
+/// Every registered rule's entry, in registry order.
+pub fn all() -> impl ExactSizeIterator<Item = &'static RuleInfo> + Clone {
+    REGISTRY.iter().map(|rule| rule.info())
+}
+
+/// A registered rule's id, for tests that name one.
+#[cfg(test)]
+pub(crate) fn by_id(id: &str) -> RuleId {
+    RuleId::parse(id).expect("a registered rule")
+}
+
+/// Every registered rule's hooks, in registry order.
+pub(crate) fn registered() -> &'static [&'static dyn Rule] {
+    REGISTRY
+}
+
+/// The first registered rule's hit at one hook: `hook` asks one rule.
+pub(crate) fn first_hit(hook: impl Fn(&dyn Rule) -> Option<Hit>) -> Option<Hit> {
+    REGISTRY.iter().find_map(|rule| hook(*rule))
+}
+
+/// What the walker shows a rule, and when. Every hook has a default that
+/// reports nothing: a rule implements the ones it needs.
+pub(crate) trait Rule: Sync {
+    /// The rule's registry entry.
+    fn info(&self) -> &'static RuleInfo;
+
+    /// A method call: `receiver.name(args)`.
+    fn method_call(&self, _call: &MethodCall<'_>) -> Option<Hit> {
+        None
     }
 
-    /// Looks a rule up by its kebab-case id.
+    /// A method named as a path and applied to each element
+    /// (`.map(Tensor::double_value)`); the call has no arguments.
+    fn point_free_method(&self, _call: &MethodCall<'_>) -> Option<Hit> {
+        None
+    }
+
+    /// A conversion into a host type the walker recognised
+    /// (`f64::try_from(&t)`, `let x: f64 = t.try_into()?`).
+    fn conversion(&self, _conversion: &Conversion<'_>) -> Option<Hit> {
+        None
+    }
+
+    /// A call of a function by path (`readbacks::scalar_f64(&t)`).
+    fn path_call(&self, _call: &PathCall<'_>) -> Option<Hit> {
+        None
+    }
+
+    /// One argument of a formatting macro (`println!("{}", t)`).
+    fn format_arg(&self, _arg: &FormatArg<'_>) -> Option<Hit> {
+        None
+    }
+
+    /// Any callee by name, whatever it is called on: a hit here is recorded
+    /// without asking whether its subject is a tensor.
+    fn callee(&self, _callee: &NamedCall<'_>) -> Option<Hit> {
+        None
+    }
+
+    /// The advice printed under a finding whose reads have these fixes.
+    fn help(&self, _fixes: &[Fix]) -> &'static str {
+        self.info().help
+    }
+
+    /// Whether, under `config`, the rule can report in files the prefilter
+    /// would turn away, so that every file must be parsed.
+    fn parses_every_file(&self, _config: &Config) -> bool {
+        false
+    }
+
+    /// Byte strings, any of which makes a file worth parsing for this rule
+    /// even if it never mentions tch (the prefilter's tch-only operations).
+    fn prefilter_tokens(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Identifiers that can start one of this rule's findings inside the
+    /// body of a macro the walker does not know.
+    fn macro_idents(&self) -> &'static [&'static str] {
+        &[]
+    }
+}
+
+/// Stable identifier of a rule, written in kebab case in all output.
+/// Rules order by their place in the registry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RuleId(&'static str);
+
+impl RuleId {
+    /// An id as a rule declares it; only [`declare_rule!`] makes them.
+    pub(crate) const fn new(id: &'static str) -> RuleId {
+        RuleId(id)
+    }
+
+    /// The kebab-case id used on the command line, in config and in output.
+    pub fn as_str(self) -> &'static str {
+        self.0
+    }
+
+    /// Looks a registered rule up by its kebab-case id.
     pub fn parse(id: &str) -> Option<RuleId> {
-        RULES.iter().map(|r| r.id).find(|r| r.as_str() == id)
+        all().map(|r| r.id).find(|r| r.as_str() == id)
     }
 
     /// The rule's registry entry.
     pub fn info(self) -> &'static RuleInfo {
-        match self {
-            RuleId::HostSync => &host_sync::HOST_SYNC,
-            RuleId::HostValueOp => &host_value_op::HOST_VALUE_OP,
-            RuleId::DataDependentShape => &data_dependent_shape::DATA_DEPENDENT_SHAPE,
-            RuleId::SyncingHelper => &syncing_helper::SYNCING_HELPER,
-            RuleId::CustomPattern => &custom_pattern::CUSTOM_PATTERN,
-        }
+        self.rule().info()
     }
 
-    const fn as_str_const(self) -> &'static str {
-        match self {
-            RuleId::HostSync => "host-sync",
-            RuleId::HostValueOp => "host-value-op",
-            RuleId::DataDependentShape => "data-dependent-shape",
-            RuleId::SyncingHelper => "syncing-helper",
-            RuleId::CustomPattern => "custom-pattern",
-        }
+    /// The rule's hooks.
+    pub(crate) fn rule(self) -> &'static dyn Rule {
+        REGISTRY[self.position()]
+    }
+
+    fn position(self) -> usize {
+        REGISTRY
+            .iter()
+            .position(|rule| rule.info().id.0 == self.0)
+            .expect("ids are made only by rules, and every rule is registered")
+    }
+}
+
+impl PartialOrd for RuleId {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for RuleId {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.position().cmp(&other.position())
     }
 }
 
@@ -129,15 +239,6 @@ impl RuleInfo {
     }
 }
 
-/// Every rule, in the order `--list-rules` prints them.
-pub static RULES: [&RuleInfo; 5] = [
-    &host_sync::HOST_SYNC,
-    &host_value_op::HOST_VALUE_OP,
-    &data_dependent_shape::DATA_DEPENDENT_SHAPE,
-    &syncing_helper::SYNCING_HELPER,
-    &custom_pattern::CUSTOM_PATTERN,
-];
-
 /// How sure a rule must be that the receiver (or argument) is a tensor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Need {
@@ -165,6 +266,85 @@ pub(crate) struct MethodCall<'a> {
     pub element_index: bool,
 }
 
+/// What a conversion converts into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// A scalar (`f64`, `i64`, `bool`, ...).
+    Scalar,
+    /// A `Vec` or an ndarray array: a bulk copy.
+    Bulk,
+}
+
+/// A conversion into a host type, as the rules see it.
+pub(crate) struct Conversion<'a> {
+    /// How the conversion is written (`f64::try_from`, `try_into::<f64>`).
+    pub op: &'a str,
+    /// What it converts into.
+    pub target: Target,
+    /// The argument is a reference, which primitive `From` impls never
+    /// take, so a scalar conversion from one can only be tch's.
+    pub by_ref: bool,
+    /// It is fallible (`try_from`, `try_into`).
+    pub fallible: bool,
+}
+
+/// A call of a function by path, as the rules see it.
+pub(crate) struct PathCall<'a> {
+    /// The path's segments as written (`readbacks`, `scalar_f64`).
+    pub segments: &'a [String],
+    /// The last segment: the function's name.
+    pub name: &'a str,
+}
+
+/// How a format placeholder prints its argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FormatTrait {
+    /// `{}`: tch's `Display` prints every element.
+    Display,
+    /// `{:?}`: tch's `Debug` prints values only for tensors under ten elements.
+    Debug,
+}
+
+/// One argument of a formatting macro, as the rules see it.
+pub(crate) struct FormatArg<'a> {
+    /// The macro's name, without `!`.
+    pub macro_name: &'a str,
+    /// How the placeholder prints it.
+    pub how: FormatTrait,
+    /// The argument is known to be a 0-dim tensor.
+    pub scalar: bool,
+}
+
+/// A callee by name, as the rules see it.
+pub(crate) struct NamedCall<'a> {
+    /// How it is called.
+    pub name: CalleeName<'a>,
+    /// The `[[lint.patterns]]` of `devcheck.toml`.
+    pub patterns: &'a [CustomPattern],
+}
+
+/// How a callee is named where it is called.
+#[derive(Clone, Copy)]
+pub(crate) enum CalleeName<'a> {
+    /// A method's name (`item`).
+    Method(&'a str),
+    /// A function's path as written (`metrics`, `flush`).
+    Path(&'a [String]),
+    /// A macro's name, without `!`.
+    Macro(&'a str),
+}
+
+impl CalleeName<'_> {
+    /// The name as patterns match it: `item`, `metrics::flush`, `log_scalar!`.
+    pub(crate) fn written(self) -> String {
+        match self {
+            CalleeName::Method(name) => name.to_owned(),
+            CalleeName::Path(segments) => segments.join("::"),
+            CalleeName::Macro(name) => format!("{name}!"),
+        }
+    }
+}
+
 /// A rule's verdict on one call: report it if the subject passes `need`.
 #[derive(Clone, Debug)]
 pub(crate) struct Hit {
@@ -180,6 +360,21 @@ pub(crate) struct Hit {
     pub need: Need,
     /// Which advice fits.
     pub fix: Fix,
+    /// A loop the operation runs by itself, whatever loop it is called in.
+    pub own_loop: Option<OwnLoop>,
+    /// The `devcheck.toml` pattern that matched, for custom patterns.
+    pub pattern: Option<usize>,
+}
+
+/// A loop that an operation runs by itself: its reads repeat even where
+/// the call runs once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OwnLoop {
+    /// `t.iter::<T>()`: one read per item of the iterator.
+    Elements,
+    /// A helper that loops over mini-batches itself
+    /// (`batch_accuracy_for_logits`); the loop is named after the operation.
+    MiniBatches,
 }
 
 impl Hit {
@@ -191,6 +386,8 @@ impl Hit {
             note: None,
             need,
             fix: Fix::Rule,
+            own_loop: None,
+            pattern: None,
         }
     }
 
@@ -203,21 +400,15 @@ impl Hit {
         self.fix = fix;
         self
     }
-}
 
-/// The advice printed under a finding, by what its reads have in common.
-pub(crate) fn help(rule: RuleId, fixes: &[Fix]) -> &'static str {
-    if rule != RuleId::HostSync {
-        return rule.info().help;
+    pub(crate) fn with_own_loop(mut self, own_loop: OwnLoop) -> Hit {
+        self.own_loop = Some(own_loop);
+        self
     }
-    if fixes.iter().all(|f| *f == Fix::Format) {
-        "format lazily: log every N steps (`if step % N == 0`), printing a value accumulated on the device rather than each step's tensor"
-    } else if fixes.iter().all(|f| *f == Fix::Element) {
-        "copy the tensor to the host once before the loop (`Vec::<T>::try_from`) and index the vector"
-    } else if fixes.iter().all(|f| *f == Fix::Bulk) {
-        "copy less often: keep what the next step needs on the device, and copy results to the host in one batch after the loop"
-    } else {
-        rule.info().help
+
+    pub(crate) fn with_pattern(mut self, pattern: usize) -> Hit {
+        self.pattern = Some(pattern);
+        self
     }
 }
 
@@ -239,7 +430,7 @@ mod tests {
 
     #[test]
     fn ids_round_trip_and_are_unique() {
-        let ids: Vec<&str> = RULES.iter().map(|r| r.id.as_str()).collect();
+        let ids: Vec<&str> = all().map(|r| r.id.as_str()).collect();
         assert_eq!(
             ids,
             [
@@ -250,7 +441,7 @@ mod tests {
                 "custom-pattern"
             ]
         );
-        for rule in RULES {
+        for rule in all() {
             assert_eq!(RuleId::parse(rule.id.as_str()), Some(rule.id));
             assert_eq!(rule.id.info().id, rule.id);
         }
@@ -258,8 +449,32 @@ mod tests {
     }
 
     #[test]
+    fn every_registered_rules_prefilter_tokens_make_a_file_a_candidate() {
+        // The registry is the only list: a rule's own tokens make a file
+        // that never mentions tch worth parsing.
+        assert!(!crate::prefilter::is_candidate(
+            "fn f(x: u8) { x.frobnicate() }"
+        ));
+        for rule in registered() {
+            for token in rule.prefilter_tokens() {
+                let text = format!("fn f(x: u8) {{ x{token} }}");
+                assert!(crate::prefilter::is_candidate(&text), "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn ids_order_by_their_place_in_the_registry() {
+        let ids: Vec<RuleId> = all().map(|r| r.id).collect();
+        let mut sorted = ids.clone();
+        sorted.sort();
+        assert_eq!(sorted, ids);
+        assert!(by_id("host-sync") < by_id("custom-pattern"));
+    }
+
+    #[test]
     fn every_rule_is_documented_in_clippys_shape() {
-        for rule in RULES {
+        for rule in all() {
             for heading in [
                 "### What it does",
                 "### Why is this bad",

@@ -1,6 +1,6 @@
 //! `syncing-helper`: tch helpers that read values back internally.
 
-use super::{declare_rule, Hit, MethodCall, Need, RuleId};
+use super::{Hit, MethodCall, Need, OwnLoop, Rule, RuleInfo};
 use crate::analysis::values::Val;
 
 declare_rule! {
@@ -35,21 +35,41 @@ declare_rule! {
     ///     opt.backward_step_clip(&loss, 0.5);
     /// }
     /// ```
-    pub SYNCING_HELPER,
-    id: RuleId::SyncingHelper,
+    pub SyncingHelper => SYNCING_HELPER,
+    id: "syncing-helper",
     level: Warn,
     summary: "tch helpers that sync internally (`clip_grad_norm` in loops, `batch_accuracy_for_logits` anywhere: it loops itself)",
     help: "clip on the device (`backward_step_clip`, or scale by a norm kept as a tensor); for accuracy, sum the correct predictions of the mini-batches on the device and read the total once",
 }
 
-/// Whether a helper runs a loop of its own with one read per iteration:
-/// then every call is reported, as a loop, whatever loop it is called in.
-pub(crate) fn loops_itself(op: &str) -> bool {
-    op == "batch_accuracy_for_logits"
+impl Rule for SyncingHelper {
+    fn info(&self) -> &'static RuleInfo {
+        &SYNCING_HELPER
+    }
+
+    fn method_call(&self, call: &MethodCall<'_>) -> Option<Hit> {
+        method(call)
+    }
+
+    fn prefilter_tokens(&self) -> &'static [&'static str] {
+        &[
+            "batch_accuracy_for_logits",
+            "clip_grad_norm",
+            "backward_step_clip_norm",
+        ]
+    }
+
+    fn macro_idents(&self) -> &'static [&'static str] {
+        &[
+            "batch_accuracy_for_logits",
+            "clip_grad_norm",
+            "backward_step_clip_norm",
+        ]
+    }
 }
 
 /// Checks a method call for a tch helper that syncs internally.
-pub(crate) fn method(call: &MethodCall<'_>) -> Option<Hit> {
+fn method(call: &MethodCall<'_>) -> Option<Hit> {
     let (name, what) = match call.name {
         "batch_accuracy_for_logits" => {
             // The third argument is the device the batches are moved to; on
@@ -72,10 +92,17 @@ pub(crate) fn method(call: &MethodCall<'_>) -> Option<Hit> {
         ),
         _ => return None,
     };
-    Some(Hit::new(
-        RuleId::SyncingHelper,
+    let hit = Hit::new(
+        SYNCING_HELPER.id,
         name,
         Need::Name,
         format!("`{name}` {what}"),
-    ))
+    );
+    // `batch_accuracy_for_logits` runs a loop of its own with one read per
+    // mini-batch: every call is reported, as a loop, wherever it is called.
+    Some(if name == "batch_accuracy_for_logits" {
+        hit.with_own_loop(OwnLoop::MiniBatches)
+    } else {
+        hit
+    })
 }

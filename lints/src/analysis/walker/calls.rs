@@ -3,7 +3,7 @@
 //! as loops, and what a method call on a tensor or unknown value gives.
 
 use super::*;
-use crate::rules::host_sync::Target;
+use crate::rules::{self, CalleeName, Conversion, PathCall, Target};
 use syntax::{ends_in_reduction, names_a_kind};
 
 /// A type name that may be a crate's alias of a type tch converts tensors
@@ -106,7 +106,13 @@ impl Walker<'_> {
                 if let Some(target) = conversion_target(&type_name) {
                     let by_ref = matches!(c.args.first(), Some(Expr::Reference(_)));
                     let op = format!("{written}::{name}");
-                    let hit = host_sync::conversion(&op, target, by_ref, name == "try_from");
+                    let conversion = Conversion {
+                        op: &op,
+                        target,
+                        by_ref,
+                        fallible: name == "try_from",
+                    };
+                    let hit = rules::first_hit(|rule| rule.conversion(&conversion));
                     let mut subject = args.first().cloned().unwrap_or(Val::Unknown);
                     if matches!(subject, Val::Unknown | Val::Deferred(..))
                         && self.mentions_tch
@@ -116,35 +122,45 @@ impl Walker<'_> {
                         // reduction converted to a scalar is a tensor's.
                         subject = Val::tensor_at(subject.place().unwrap_or_default());
                     }
-                    self.report_on(hit, &subject, loc, c.args.first());
+                    if let Some(hit) = hit {
+                        self.report_on(hit, &subject, loc, c.args.first());
+                    }
                     return Val::Other;
                 }
                 // `AttentionHead::try_from(t)`: a conversion into a type the
                 // crate may define as an alias of `Vec<Vec<f32>>`.
                 if name == "try_from" && is_alias_candidate(&type_name) {
                     let op = format!("{written}::{name}");
-                    let hit = host_sync::conversion(&op, Target::Bulk, false, true);
+                    let conversion = Conversion {
+                        op: &op,
+                        target: Target::Bulk,
+                        by_ref: false,
+                        fallible: true,
+                    };
                     let subject = args.first().cloned().unwrap_or(Val::Unknown);
                     let item = c.args.first().is_some_and(|a| self.is_item(a));
-                    if let Some(site) = self.report_site(hit, &subject, loc, None, item) {
-                        self.facts.sites[site].alias = Some(type_name);
+                    if let Some(hit) = rules::first_hit(|rule| rule.conversion(&conversion)) {
+                        if let Some(site) = self.report_site(hit, &subject, loc, None, item) {
+                            self.facts.sites[site].alias = Some(type_name);
+                        }
                     }
                 }
             }
         }
 
-        // devcheck's tracked readbacks: `readbacks::scalar_f64(&loss)`.
-        if segments.iter().any(|s| s == "readbacks") {
-            if let Some(hit) = host_sync::tracked_readback(&name) {
-                let subject = args.first().cloned().unwrap_or(Val::Unknown);
-                self.report_on(hit, &subject, loc, c.args.first());
-                return Val::Other;
-            }
+        // A function a rule reports on its first argument:
+        // `readbacks::scalar_f64(&loss)`.
+        let path_call = PathCall {
+            segments: &segments,
+            name: &name,
+        };
+        if let Some(hit) = rules::first_hit(|rule| rule.path_call(&path_call)) {
+            let subject = args.first().cloned().unwrap_or(Val::Unknown);
+            self.report_on(hit, &subject, loc, c.args.first());
+            return Val::Other;
         }
 
-        if !self.patterns.is_empty() {
-            self.custom(&segments.join("::"), loc);
-        }
+        self.callee(CalleeName::Path(&segments), loc);
 
         let qualifier = (segments.len() >= 2).then(|| segments[segments.len() - 2].as_str());
         // `nn::func(move |xs| xs.to_device(d)..)`: the module is the closure.
@@ -333,21 +349,13 @@ impl Walker<'_> {
             scalar_turbofish,
             element_index,
         };
-        let checks = [
-            host_sync::method,
-            host_value_op::method,
-            data_dependent_shape::method,
-            syncing_helper::method,
-        ];
-        let found = checks.iter().find_map(|check| check(&call));
+        let found = rules::first_hit(|rule| rule.method_call(&call));
         let hit = found.is_some();
         if let Some(found) = found {
             let item = self.is_item(&m.receiver);
             self.report_with(found, &receiver, loc, Some(&name), item);
         }
-        if !self.patterns.is_empty() {
-            self.custom(&name, loc);
-        }
+        self.callee(CalleeName::Method(&name), loc);
         if (name == "try_into" || name == "into") && args.is_empty() {
             let by_ref = matches!(&*m.receiver, Expr::Reference(_))
                 || matches!(&*m.receiver, Expr::Paren(p) if matches!(&*p.expr, Expr::Reference(_)));
@@ -411,8 +419,15 @@ impl Walker<'_> {
         if matches!(name, "try_from" | "from") {
             if let Some(target) = conversion_target(qualifier) {
                 let op = format!("{qualifier}::{name}");
-                let hit = host_sync::conversion(&op, target, false, name == "try_from");
-                self.report_with(hit, &element, loc, None, true);
+                let conversion = Conversion {
+                    op: &op,
+                    target,
+                    by_ref: false,
+                    fallible: name == "try_from",
+                };
+                if let Some(hit) = rules::first_hit(|rule| rule.conversion(&conversion)) {
+                    self.report_with(hit, &element, loc, None, true);
+                }
             }
         } else if qualifier == "Tensor" {
             let call = MethodCall {
@@ -421,7 +436,7 @@ impl Walker<'_> {
                 scalar_turbofish: false,
                 element_index: false,
             };
-            if let Some(hit) = host_sync::method(&call) {
+            if let Some(hit) = rules::first_hit(|rule| rule.point_free_method(&call)) {
                 self.report_with(hit, &element, loc, None, true);
             }
         }

@@ -329,7 +329,9 @@ impl Walker<'_> {
         if let Some(start) = driving_tensor_iter(&f.expr) {
             let loop_context = self.fn_state.context.clone();
             for site in &mut self.facts.sites[sites_before..] {
-                if site.hit.op == "iter::<T>" && (site.loc.line, site.loc.column) == start {
+                if site.hit.own_loop == Some(OwnLoop::Elements)
+                    && (site.loc.line, site.loc.column) == start
+                {
                     site.context = Context {
                         statement_line: site.context.statement_line,
                         statement: site.context.statement,
