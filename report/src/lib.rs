@@ -1,6 +1,6 @@
 //! What devcheck writes and reads without libtorch: matrix reports ([`report`],
-//! joined across machines and nextest partitions by [`merge`], shown as the
-//! device × check table of [`device_matrix`] and the Markdown of [`summary`]),
+//! joined across machines and nextest partitions by [`merge`], shown as the device × check table of
+//! [`device_matrix`] and the Markdown of [`summary`]),
 //! and dump files (safetensors tensors with devcheck's metadata, [`dump`]) with
 //! their comparison tensor by tensor with the exact semantics of PyTorch's
 //! `torch.testing.assert_close` ([`assert_close`], [`compare_files`], and the
@@ -28,5 +28,5 @@ pub mod sweep_options;
 pub mod tensor;
 
 pub use assert_close::{compare, isclose, CompareError, Comparison, Tolerance};
-pub use dtype::{DType, Float8Format};
+pub use dtype::{DType, Float8Format, ScalarType};
 pub use tensor::{HostTensor, Values};
