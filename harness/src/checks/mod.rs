@@ -10,80 +10,11 @@ pub mod state;
 pub mod timing;
 pub mod tolerance;
 
-use std::fmt;
-use std::str::FromStr;
-
-use serde::{Deserialize, Serialize};
-
-pub use devcheck_report::report::Caveat;
+pub use devcheck_report::report::{Caveat, Check};
 
 use crate::device::DeviceSpec;
 use crate::error::TrialError;
 use state::CaseState;
-
-/// One of the six device-correctness checks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Check {
-    /// Every tensor on the intended device and dtype.
-    Placement,
-    /// Numbers agree with a float64 CPU reference within tolerance.
-    Tolerance,
-    /// Host reads per step within budget, at known places.
-    Readbacks,
-    /// Honest (synchronized) against naive step time.
-    Timing,
-    /// Operators that fell back to the CPU.
-    Fallback,
-    /// Live memory stays flat across epochs.
-    Memory,
-}
-
-impl Check {
-    /// All checks, in report order.
-    pub const ALL: [Check; 6] = [
-        Check::Placement,
-        Check::Tolerance,
-        Check::Readbacks,
-        Check::Timing,
-        Check::Fallback,
-        Check::Memory,
-    ];
-
-    /// The name used in trial names and reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Check::Placement => "placement",
-            Check::Tolerance => "tolerance",
-            Check::Readbacks => "readbacks",
-            Check::Timing => "timing",
-            Check::Fallback => "fallback",
-            Check::Memory => "memory",
-        }
-    }
-}
-
-impl fmt::Display for Check {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Check {
-    type Err = String;
-
-    fn from_str(name: &str) -> Result<Self, Self::Err> {
-        Check::ALL
-            .into_iter()
-            .find(|c| c.name() == name)
-            .ok_or_else(|| {
-                format!(
-                    "unknown check `{name}`: expected one of {}",
-                    Check::ALL.map(Check::name).join(", ")
-                )
-            })
-    }
-}
 
 /// What a check concluded.
 #[derive(Debug, Clone, PartialEq)]
