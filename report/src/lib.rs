@@ -1,5 +1,6 @@
 //! What devcheck writes and reads without libtorch: matrix reports ([`report`],
-//! joined across machines and nextest partitions by [`merge`], shown as the device × check table of
+//! with each check's figures typed in [`metrics`]; joined across machines and
+//! nextest partitions by [`merge`], shown as the device × check table of
 //! [`device_matrix`] and the Markdown of [`summary`]),
 //! and dump files (safetensors tensors with devcheck's metadata, [`dump`]) with
 //! their comparison tensor by tensor with the exact semantics of PyTorch's
@@ -20,6 +21,7 @@ pub mod dump;
 pub mod files;
 mod float8;
 pub mod merge;
+pub mod metrics;
 pub mod python;
 pub mod report;
 pub mod snapshots;

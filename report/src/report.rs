@@ -14,6 +14,8 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::metrics::{CheckMetrics, ReadbacksMetrics, TimingMetrics, ToleranceMetrics};
+
 /// The report layout this crate reads and writes.
 pub const SCHEMA: u64 = 1;
 
@@ -298,29 +300,38 @@ pub struct Trial {
 }
 
 impl Trial {
+    /// The trial's figures as its check writes them; `None` for another check's
+    /// trial, or one that ended before it measured anything.
+    pub fn metrics_of<M: CheckMetrics>(&self) -> Option<M> {
+        if self.check != M::CHECK.name() {
+            return None;
+        }
+        serde_json::from_value(self.metrics.clone()).ok()
+    }
+
     /// The worst difference to the reference over all steps (tolerance trials).
     pub fn worst_difference(&self) -> Option<f64> {
-        self.metrics
-            .get("drift_per_step")?
-            .as_array()?
-            .iter()
-            .filter_map(Value::as_f64)
+        self.metrics_of::<ToleranceMetrics>()?
+            .drift_per_step
+            .into_iter()
+            .filter(|drift| !drift.is_nan())
             .reduce(f64::max)
     }
 
     /// The most host reads in one step (readbacks trials).
     pub fn max_readbacks_per_step(&self) -> Option<u64> {
-        self.metrics
-            .get("readbacks_per_step")?
-            .as_array()?
-            .iter()
-            .filter_map(Value::as_u64)
-            .max()
+        let most = self
+            .metrics_of::<ReadbacksMetrics>()?
+            .readbacks_per_step
+            .into_iter()
+            .max()?;
+        Some(most as u64)
     }
 
     /// The honest (synchronized) median step time (timing trials).
     pub fn honest_median_ms(&self) -> Option<f64> {
-        self.metrics.get("honest")?.get("median_ms")?.as_f64()
+        let median = self.metrics_of::<TimingMetrics>()?.honest.median_ms;
+        (!median.is_nan()).then_some(median)
     }
 }
 

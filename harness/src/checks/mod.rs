@@ -1,6 +1,7 @@
-//! The six checks, one module each, and what they share: the names of the
-//! checks, what a check returns, and the per-case state they read (`state`).
-//! The runner makes trials of them; no check knows the runner.
+//! The six checks, one module each, and what they share: what a check returns,
+//! and the per-case state they read (`state`). The checks' names
+//! ([`Check`]) and figures (`devcheck_report::metrics`) are devcheck-report's,
+//! as reports hold them. The runner makes trials of them; no check knows the runner.
 
 pub mod fallback;
 pub mod memory;
@@ -10,6 +11,7 @@ pub mod state;
 pub mod timing;
 pub mod tolerance;
 
+use devcheck_report::metrics::CheckMetrics;
 pub use devcheck_report::report::{Caveat, Check};
 
 use crate::device::DeviceSpec;
@@ -23,7 +25,7 @@ pub struct Verdict {
     pub passed: bool,
     /// One line: why it failed, or what it measured.
     pub message: String,
-    /// Figures for the report.
+    /// Figures for the report: the check's `devcheck_report::metrics` struct, as JSON.
     pub metrics: serde_json::Value,
     /// What a pass does not prove (nothing compared; unstable figures).
     pub caveat: Option<Caveat>,
@@ -31,17 +33,17 @@ pub struct Verdict {
 
 impl Verdict {
     /// A passing verdict.
-    pub fn pass(message: impl Into<String>, metrics: serde_json::Value) -> Self {
+    pub fn pass(message: impl Into<String>, metrics: impl CheckMetrics) -> Self {
         Self {
             passed: true,
             message: message.into(),
-            metrics,
+            metrics: metrics.to_value(),
             caveat: None,
         }
     }
 
     /// A passing verdict that measured without comparing anything.
-    pub fn measured(message: impl Into<String>, metrics: serde_json::Value) -> Self {
+    pub fn measured(message: impl Into<String>, metrics: impl CheckMetrics) -> Self {
         Self::pass(message, metrics).with_caveat(Caveat::MeasuredOnly)
     }
 
@@ -54,11 +56,11 @@ impl Verdict {
     }
 
     /// A failing verdict.
-    pub fn fail(message: impl Into<String>, metrics: serde_json::Value) -> Self {
+    pub fn fail(message: impl Into<String>, metrics: impl CheckMetrics) -> Self {
         Self {
             passed: false,
             message: message.into(),
-            metrics,
+            metrics: metrics.to_value(),
             caveat: None,
         }
     }
