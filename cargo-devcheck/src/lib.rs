@@ -540,9 +540,8 @@ fn load_all(paths: &[PathBuf]) -> Result<Vec<Input>> {
 /// Writes a report as pretty JSON, atomically: a reader sees the old file or
 /// the new one, never half of one.
 pub fn write_report(path: &Path, report: &Report) -> Result<()> {
-    let mut bytes = serde_json::to_vec_pretty(report)?;
-    bytes.push(b'\n');
-    devcheck_report::files::write_atomically(path, &bytes)
+    report
+        .write(path)
         .with_context(|| format!("cannot write {}", shown(path)))
 }
 

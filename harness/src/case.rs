@@ -65,26 +65,8 @@ pub fn is_floating(kind: Kind) -> bool {
     )
 }
 
-/// PyTorch's name for a dtype (`float32`, `int64`).
-pub fn kind_name(kind: Kind) -> &'static str {
-    use tch::Kind::*;
-    match kind {
-        Uint8 => "uint8",
-        Int8 => "int8",
-        Int16 => "int16",
-        Int => "int32",
-        Int64 => "int64",
-        Half => "float16",
-        Float => "float32",
-        Double => "float64",
-        ComplexHalf => "complex32",
-        ComplexFloat => "complex64",
-        ComplexDouble => "complex128",
-        Bool => "bool",
-        BFloat16 => "bfloat16",
-        _ => "other",
-    }
-}
+/// PyTorch's name for a dtype (`float32`, `int64`), devcheck-report's.
+pub use crate::version::kind_name;
 
 /// What one training step produced.
 pub struct StepOutput {

@@ -13,6 +13,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+use devcheck_report::dump::keys;
 use safetensors::tensor::{Dtype, View};
 use safetensors::SafeTensorError;
 use tch::Tensor;
@@ -167,19 +168,19 @@ pub fn write_trajectory(
         })
         .collect();
     let mut metadata = BTreeMap::new();
-    metadata.insert("devcheck.case".to_owned(), case.to_owned());
-    metadata.insert("devcheck.device".to_owned(), device.to_string());
-    metadata.insert("devcheck.dtype".to_owned(), dtype.to_owned());
-    metadata.insert("devcheck.steps".to_owned(), trajectory.len().to_string());
+    metadata.insert(keys::CASE.to_owned(), case.to_owned());
+    metadata.insert(keys::DEVICE.to_owned(), device.to_string());
+    metadata.insert(keys::DTYPE.to_owned(), dtype.to_owned());
+    metadata.insert(keys::STEPS.to_owned(), trajectory.len().to_string());
     metadata.insert(
-        "devcheck.host".to_owned(),
+        keys::HOST.to_owned(),
         gethostname::gethostname().to_string_lossy().into_owned(),
     );
     if let Ok(version) = crate::environment::Environment::collect().map(|e| e.libtorch_version) {
-        metadata.insert("devcheck.torch".to_owned(), version);
+        metadata.insert(keys::TORCH.to_owned(), version);
     }
     if let Some(commit) = crate::environment::git_commit() {
-        metadata.insert("devcheck.commit".to_owned(), commit);
+        metadata.insert(keys::COMMIT.to_owned(), commit);
     }
     write(&path, &tensors, &metadata)?;
     Ok(path)

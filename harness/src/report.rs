@@ -1,198 +1,71 @@
-//! The matrix report: environment plus one record per trial, written as JSON
-//! atomically after every trial (so an interrupted run leaves a valid, partial
-//! report), and the compact device × check table for the terminal.
+//! The matrix report as a run records it: devcheck-report's [`Report`], the one
+//! report model that merge, join and the summary read too, started from this
+//! process's environment, written atomically after every trial (so an
+//! interrupted run leaves a valid, partial report) and shown as
+//! devcheck-report's device × check table.
 
-use std::path::Path;
+use devcheck_report::device_matrix::DeviceMatrix;
+use devcheck_report::report::{self as recorded, Report};
+use serde_json::{Map, Value};
 
-use serde::{Deserialize, Serialize};
-
-use crate::checks::Check;
 use crate::environment::Environment;
 
-/// Version of the report's JSON layout.
-pub const SCHEMA: u32 = 1;
-
-/// How a trial ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Outcome {
-    /// The check passed.
-    Passed,
-    /// The check failed, or the trial could not finish.
-    Failed,
-    /// Not run (device unavailable, or ignored by the caller).
-    Ignored,
+/// An empty, incomplete report of a run in `environment` on `host`, testing
+/// the code at `git_commit`.
+pub fn start(environment: Environment, git_commit: Option<String>, host: String) -> Report {
+    let torch_version = environment.libtorch_version.clone();
+    let (os, arch) = (environment.os.clone(), environment.arch.clone());
+    // Backends, versions and flags as doctor reports them; os and arch are typed.
+    let mut rest = match serde_json::to_value(environment) {
+        Ok(Value::Object(fields)) => fields,
+        _ => Map::new(),
+    };
+    rest.retain(|name, _| name != "os" && name != "arch");
+    Report::new(recorded::Environment {
+        host,
+        git_commit,
+        torch_version: Some(torch_version),
+        os: Some(os),
+        arch: Some(arch),
+        rest,
+    })
 }
 
-/// One trial: a case × check × device.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TrialRecord {
-    /// `<case>::<check>::<device>`.
-    pub name: String,
-    /// The case.
-    pub case: String,
-    /// The check.
-    pub check: Check,
-    /// The device (`cpu`, `cuda:0`, `mps`).
-    pub device: String,
-    /// The case's floating dtype (`float32`).
-    pub dtype: String,
-    /// How it ended.
-    pub outcome: Outcome,
-    /// One line: the cause of a failure, the reason for ignoring, or what was measured.
-    pub message: String,
-    /// The check's figures.
-    pub metrics: serde_json::Value,
-    /// Wall time of the trial.
-    pub duration_ms: f64,
-    /// What a pass does not prove (nothing compared; unstable figures).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub caveat: Option<crate::checks::Caveat>,
-}
-
-/// Where and on what the matrix ran.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunEnvironment {
-    /// Backends, versions, host, flags, as doctor reports them.
-    #[serde(flatten)]
-    pub libtorch: Environment,
-    /// The torch (libtorch) version, as practitioners name it.
-    pub torch_version: String,
-    /// The commit of the code under test, where known.
-    pub git_commit: Option<String>,
-    /// The machine's host name.
-    pub host: String,
-}
-
-/// Totals of a run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Totals {
-    /// Trials that passed.
-    pub passed: usize,
-    /// Trials that failed.
-    pub failed: usize,
-    /// Trials not run.
-    pub ignored: usize,
-}
-
-/// A device this machine has (or names) but cannot run, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DeviceNotRun {
-    /// The device (`cuda:0`, `mps`).
-    pub device: String,
-    /// Why it cannot run here.
-    pub reason: String,
-}
-
-/// How a run was cut short.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Interruption {
-    /// What stopped it (`a termination signal (SIGINT, SIGTERM or SIGHUP)`).
-    pub by: String,
-    /// Trials running at that moment: they have no record.
-    pub in_flight: Vec<String>,
-}
-
-/// The whole report.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Report {
-    /// Layout version.
-    pub schema: u32,
-    /// False while the run is still going or was interrupted: trials may be missing.
-    pub complete: bool,
-    /// Set when the run was interrupted: the report holds the trials that ended before.
-    #[serde(default)]
-    pub interrupted: Option<Interruption>,
-    /// Every case the run planned (before filters), so that reports of
-    /// partitions and machines can be checked to be of the same cases.
-    #[serde(default)]
-    pub cases: Vec<String>,
-    /// Devices this machine could not run, whatever the filter.
-    #[serde(default)]
-    pub devices_not_run: Vec<DeviceNotRun>,
-    /// Where it ran.
-    pub environment: RunEnvironment,
-    /// Totals over `trials`.
-    pub totals: Totals,
-    /// Every trial recorded so far, in run order.
-    pub trials: Vec<TrialRecord>,
-}
-
-impl Report {
-    /// An empty, incomplete report.
-    pub fn new(environment: RunEnvironment) -> Self {
-        Self {
-            schema: SCHEMA,
-            complete: false,
-            interrupted: None,
-            cases: Vec::new(),
-            devices_not_run: Vec::new(),
-            environment,
-            totals: Totals::default(),
-            trials: Vec::new(),
-        }
-    }
-
-    /// Adds a trial and updates the totals.
-    pub fn push(&mut self, record: TrialRecord) {
-        match record.outcome {
-            Outcome::Passed => self.totals.passed += 1,
-            Outcome::Failed => self.totals.failed += 1,
-            Outcome::Ignored => self.totals.ignored += 1,
-        }
-        self.trials.push(record);
-    }
-
-    /// Writes the report to `path` atomically: a reader sees the old file or the new one.
-    pub fn write(&self, path: &Path) -> std::io::Result<()> {
-        let mut text = serde_json::to_vec_pretty(self)?;
-        text.push(b'\n');
-        crate::files::write_atomically(path, &text)
-    }
-
-    /// The compact device × check table (devcheck-report's, as every report
-    /// is shown): ✓ passed, ✗ failed, ○ measured only, – not run.
-    pub fn table(&self) -> String {
-        let shown = serde_json::to_value(self)
-            .and_then(serde_json::from_value::<devcheck_report::report::Report>);
-        match shown {
-            Ok(report) => devcheck_report::device_matrix::DeviceMatrix::new(&report).table(),
-            Err(error) => format!("(no table: {error})\n"),
-        }
-    }
+/// The compact device × check table (devcheck-report's, as every report
+/// is shown): ✓ passed, ✗ failed, ○ measured only, – not run.
+pub fn table(report: &Report) -> String {
+    DeviceMatrix::new(report).table()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checks::Check;
+    use devcheck_report::report::{Outcome, Totals, Trial};
 
-    fn record(case: &str, check: Check, device: &str, outcome: Outcome) -> TrialRecord {
-        TrialRecord {
+    fn record(case: &str, check: Check, device: &str, outcome: Outcome) -> Trial {
+        Trial {
             name: format!("{case}::{check}::{device}"),
             case: case.into(),
-            check,
+            check: check.name().into(),
             device: device.into(),
-            dtype: "float32".into(),
             outcome,
             message: if outcome == Outcome::Ignored {
                 "mps: not built into this libtorch".into()
             } else {
                 String::new()
             },
-            metrics: serde_json::Value::Null,
-            duration_ms: 1.0,
+            metrics: Value::Null,
             caveat: None,
+            machine: None,
+            dtype: Some("float32".into()),
+            duration_ms: Some(1.0),
+            rest: Map::new(),
         }
     }
 
     fn report() -> Report {
-        let env = Environment::collect().unwrap();
-        let mut report = Report::new(RunEnvironment {
-            torch_version: env.libtorch_version.clone(),
-            libtorch: env,
-            git_commit: None,
-            host: "test".into(),
-        });
+        let mut report = start(Environment::collect().unwrap(), None, "test".into());
         report.push(record("cnn", Check::Placement, "cpu", Outcome::Passed));
         report.push(record("cnn", Check::Tolerance, "cpu", Outcome::Failed));
         report.push(record("cnn", Check::Placement, "mps", Outcome::Ignored));
@@ -201,7 +74,7 @@ mod tests {
 
     #[test]
     fn table_marks_each_check_and_names_devices_not_run() {
-        let table = report().table();
+        let table = table(&report());
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(
             lines[0],
@@ -241,6 +114,22 @@ mod tests {
             std::fs::read_dir(path.parent().unwrap()).unwrap().count(),
             1,
             "no temp files left"
+        );
+    }
+
+    #[test]
+    fn the_environment_keeps_every_field_doctor_reports() {
+        let environment = Environment::collect().unwrap();
+        let doctor = serde_json::to_value(&environment).unwrap();
+        let written = serde_json::to_value(start(environment, None, "test".into())).unwrap();
+        for (name, value) in doctor.as_object().unwrap() {
+            assert_eq!(&written["environment"][name], value, "{name}");
+        }
+        assert_eq!(written["environment"]["host"], "test");
+        assert_eq!(written["environment"]["git_commit"], Value::Null);
+        assert_eq!(
+            written["environment"]["torch_version"],
+            doctor["libtorch_version"]
         );
     }
 }

@@ -21,8 +21,8 @@ use crate::device::{self, DeviceSlot, DeviceSpec};
 use crate::environment::{git_commit, Environment};
 use crate::error::TrialError;
 use crate::lock;
-use crate::report::{DeviceNotRun, Interruption, Outcome, Report, RunEnvironment, TrialRecord};
 use crate::shim;
+use devcheck_report::report::{DeviceNotRun, Interruption, Outcome, Report, Trial as TrialRecord};
 
 /// The runner's own options; everything else goes to libtest-mimic.
 #[derive(Debug, Clone, Default)]
@@ -245,14 +245,16 @@ fn record(
     TrialRecord {
         name: trial_name(case, check, device),
         case: case.name().to_owned(),
-        check,
+        check: check.name().to_owned(),
         device: device.to_string(),
-        dtype: kind_name(case.kind()).to_owned(),
         outcome,
         message,
         metrics,
-        duration_ms,
         caveat: None,
+        machine: None,
+        dtype: Some(kind_name(case.kind()).to_owned()),
+        duration_ms: Some(duration_ms),
+        rest: serde_json::Map::new(),
     }
 }
 
@@ -546,12 +548,11 @@ pub fn run_with(cases: Vec<Case>, options: Options, libtest_args: Vec<String>) -
         }
     }
 
-    let mut report = Report::new(RunEnvironment {
-        torch_version: environment.libtorch_version.clone(),
-        libtorch: environment,
-        git_commit: git_commit(),
-        host: gethostname::gethostname().to_string_lossy().into_owned(),
-    });
+    let mut report = crate::report::start(
+        environment,
+        git_commit(),
+        gethostname::gethostname().to_string_lossy().into_owned(),
+    );
     let selected: Vec<Case> = cases
         .iter()
         .filter(|c| options.faults || c.fault().is_none())
@@ -560,18 +561,20 @@ pub fn run_with(cases: Vec<Case>, options: Options, libtest_args: Vec<String>) -
             None => c.clone(),
         })
         .collect();
-    report.cases = selected.iter().map(|c| c.name().to_owned()).collect();
+    report.cases = Some(selected.iter().map(|c| c.name().to_owned()).collect());
     // Recorded whatever the filter, so that reports of nextest's one-trial
     // processes still say which devices this machine could not run.
-    report.devices_not_run = slots
-        .iter()
-        .filter_map(|slot| {
-            slot.unavailable.as_ref().map(|reason| DeviceNotRun {
-                device: slot.device.to_string(),
-                reason: reason.clone(),
+    report.devices_not_run = Some(
+        slots
+            .iter()
+            .filter_map(|slot| {
+                slot.unavailable.as_ref().map(|reason| DeviceNotRun {
+                    device: slot.device.to_string(),
+                    reason: reason.clone(),
+                })
             })
-        })
-        .collect();
+            .collect(),
+    );
 
     if let Some(filter) = &arguments.filter {
         let matched = selected.iter().any(|case| {
@@ -665,7 +668,7 @@ pub fn run_with(cases: Vec<Case>, options: Options, libtest_args: Vec<String>) -
     let mut report = lock(&sink.report);
     report.complete = true;
     sink.save(&report);
-    eprintln!("\n{}", report.table());
+    eprintln!("\n{}", crate::report::table(&report));
     // Under `cargo devcheck`, this report is one part of the run's report,
     // which cargo devcheck names once.
     if let Some(path) = sink

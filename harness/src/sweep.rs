@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::case::kind_name;
 use crate::case::{Case, Named};
-use crate::checks::memory::{measure, measure_epochs, measured_by, mib};
+use crate::checks::memory::{measure, measure_epochs, measured_by, mib, MeasuredEpochs};
 use crate::checks::timing::{spread, Spread};
 use crate::device::DeviceSpec;
 use crate::error::TrialError;
@@ -249,34 +249,19 @@ pub fn epoch_sweep(
     crate::init()?;
     let weights = crate::trainer::initial_weights(case)?;
     let run = measure_epochs(case, device, &weights, epochs, steps_per_epoch)?;
-    let live: Vec<u64> = run
-        .per_epoch
-        .iter()
-        .filter_map(|e| e["live"].as_u64())
-        .collect();
     let peak: Vec<u64> = run
         .per_step
         .chunks(steps_per_epoch.max(1))
-        .map(|steps| {
-            steps
-                .iter()
-                .filter_map(|s| s["peak"].as_u64())
-                .max()
-                .unwrap_or(0)
-        })
+        .map(MeasuredEpochs::peak_bytes)
         .collect();
-    let growth = crate::checks::memory::growth(
-        live.first().copied().unwrap_or(0),
-        live.last().copied().unwrap_or(0),
-    );
     Ok(EpochSweep {
         case: case.name().to_owned(),
         device: device.to_string(),
         measured_by: measured_by(device),
         steps_per_epoch,
-        live_bytes: live,
+        live_bytes: run.live_bytes(),
         peak_bytes: peak,
-        growth,
+        growth: run.growth(),
     })
 }
 

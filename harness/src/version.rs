@@ -3,9 +3,9 @@
 //! cfgs come from build.rs, which reads the version of the libtorch torch-sys
 //! linked; the C++ side's differences are `shim/compat.h`'s.
 
-use devcheck_report::dtype::DType;
 #[cfg(torch_2_5)]
 use devcheck_report::dtype::Float8Format;
+use devcheck_report::dtype::{DType, ScalarType};
 use tch::Kind;
 
 pub use crate::environment::{EXPECTED_LIBTORCH as LIBTORCH_SERIES, TCH_VERSION as TCH_SERIES};
@@ -22,10 +22,9 @@ pub(crate) const DEVICE_EVENT_TIMING: bool = cfg!(torch_2_4);
 pub(crate) const NO_DEVICE_EVENT_TIMING: &str =
     "device event timing needs libtorch 2.4 or newer (tch 0.17 or newer)";
 
-/// The dtype devcheck-report names and compares for a tch kind; `None` for the
-/// complex and quantized kinds, which it does not hold.
-pub(crate) fn dtype_of(kind: Kind) -> Option<DType> {
-    Some(match kind {
+/// The dtype PyTorch has for a tch kind, as devcheck-report names it.
+pub fn scalar_type(kind: Kind) -> ScalarType {
+    ScalarType::Compared(match kind {
         Kind::Bool => DType::Bool,
         Kind::Uint8 => DType::UInt8,
         Kind::Int8 => DType::Int8,
@@ -45,29 +44,24 @@ pub(crate) fn dtype_of(kind: Kind) -> Option<DType> {
         Kind::Float8e5m2fnuz => DType::Float8(Float8Format::E5M2Fnuz),
         #[cfg(torch_2_5)]
         Kind::Float8e4m3fnuz => DType::Float8(Float8Format::E4M3Fnuz),
-        Kind::ComplexHalf
-        | Kind::ComplexFloat
-        | Kind::ComplexDouble
-        | Kind::QInt8
-        | Kind::QUInt8
-        | Kind::QInt32 => return None,
+        Kind::ComplexHalf => return ScalarType::Complex32,
+        Kind::ComplexFloat => return ScalarType::Complex64,
+        Kind::ComplexDouble => return ScalarType::Complex128,
+        Kind::QInt8 => return ScalarType::QInt8,
+        Kind::QUInt8 => return ScalarType::QUInt8,
+        Kind::QInt32 => return ScalarType::QInt32,
     })
 }
 
-/// PyTorch's name for a kind (`float32`): devcheck-report's for the dtypes it
-/// holds, PyTorch's own for the complex and quantized ones.
-pub(crate) fn kind_name(kind: Kind) -> &'static str {
-    match dtype_of(kind) {
-        Some(dtype) => dtype.name(),
-        None => match kind {
-            Kind::ComplexHalf => "complex32",
-            Kind::ComplexFloat => "complex64",
-            Kind::ComplexDouble => "complex128",
-            Kind::QInt8 => "qint8",
-            Kind::QUInt8 => "quint8",
-            _ => "qint32",
-        },
-    }
+/// The dtype devcheck-report compares for a tch kind; `None` for the complex
+/// and quantized kinds, which it does not hold.
+pub(crate) fn dtype_of(kind: Kind) -> Option<DType> {
+    scalar_type(kind).compared()
+}
+
+/// PyTorch's name for a kind (`float32`, `float8_e4m3fn`, `complex64`): devcheck-report's.
+pub fn kind_name(kind: Kind) -> &'static str {
+    scalar_type(kind).name()
 }
 
 #[cfg(test)]

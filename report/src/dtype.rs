@@ -47,6 +47,26 @@ pub enum Float8Format {
     E4M3Fnuz,
 }
 
+/// Any dtype PyTorch has (c10's `ScalarType`): one devcheck compares, or a
+/// complex or quantized one that it only names in messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ScalarType {
+    /// A dtype devcheck holds as host values and compares.
+    Compared(DType),
+    /// `torch.complex32`.
+    Complex32,
+    /// `torch.complex64`.
+    Complex64,
+    /// `torch.complex128`.
+    Complex128,
+    /// `torch.qint8`.
+    QInt8,
+    /// `torch.quint8`.
+    QUInt8,
+    /// `torch.qint32`.
+    QInt32,
+}
+
 /// Two dtypes that PyTorch does not promote to a common one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
 #[error(
@@ -164,6 +184,36 @@ impl DType {
     }
 }
 
+impl ScalarType {
+    /// PyTorch's name for the dtype (`"float32"`, `"complex64"`): the one source
+    /// of dtype names, for the harness's tch kinds as for dumps.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScalarType::Compared(dtype) => dtype.name(),
+            ScalarType::Complex32 => "complex32",
+            ScalarType::Complex64 => "complex64",
+            ScalarType::Complex128 => "complex128",
+            ScalarType::QInt8 => "qint8",
+            ScalarType::QUInt8 => "quint8",
+            ScalarType::QInt32 => "qint32",
+        }
+    }
+
+    /// The dtype devcheck compares, if it is one.
+    pub fn compared(self) -> Option<DType> {
+        match self {
+            ScalarType::Compared(dtype) => Some(dtype),
+            _ => None,
+        }
+    }
+}
+
+impl From<DType> for ScalarType {
+    fn from(dtype: DType) -> Self {
+        ScalarType::Compared(dtype)
+    }
+}
+
 impl Float8Format {
     /// The value of one element from its bits, widened exactly to float32.
     pub fn value(self, bits: u8) -> f32 {
@@ -256,6 +306,17 @@ mod tests {
         );
         assert!(Bool.promote(Float8(Float8Format::E5M2)).is_err());
         assert!(e4m3.promote(Float8(Float8Format::E5M2)).is_err());
+    }
+
+    #[test]
+    fn scalar_types_name_compared_dtypes_as_dtypes_do() {
+        assert_eq!(ScalarType::from(Float32).name(), "float32");
+        assert_eq!(
+            ScalarType::from(Float8(Float8Format::E4M3Fn)).name(),
+            "float8_e4m3fn"
+        );
+        assert_eq!(ScalarType::Complex32.name(), "complex32");
+        assert_eq!(ScalarType::QUInt8.compared(), None);
     }
 
     #[test]

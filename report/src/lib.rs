@@ -1,6 +1,7 @@
 //! What devcheck writes and reads without libtorch: matrix reports ([`report`],
-//! joined across machines and nextest partitions by [`merge`], shown as the
-//! device × check table of [`device_matrix`] and the Markdown of [`summary`]),
+//! with each check's figures typed in [`metrics`]; joined across machines and
+//! nextest partitions by [`merge`], shown as the device × check table of
+//! [`device_matrix`] and the Markdown of [`summary`]),
 //! and dump files (safetensors tensors with devcheck's metadata, [`dump`]) with
 //! their comparison tensor by tensor with the exact semantics of PyTorch's
 //! `torch.testing.assert_close` ([`assert_close`], [`compare_files`], and the
@@ -20,6 +21,7 @@ pub mod dump;
 pub mod files;
 mod float8;
 pub mod merge;
+pub mod metrics;
 pub mod python;
 pub mod report;
 pub mod snapshots;
@@ -28,5 +30,5 @@ pub mod sweep_options;
 pub mod tensor;
 
 pub use assert_close::{compare, isclose, CompareError, Comparison, Tolerance};
-pub use dtype::{DType, Float8Format};
+pub use dtype::{DType, Float8Format, ScalarType};
 pub use tensor::{HostTensor, Values};

@@ -431,6 +431,8 @@ mod tests {
             metrics: json!({}),
             caveat: None,
             machine: None,
+            dtype: None,
+            duration_ms: None,
             rest: Map::new(),
         }
     }

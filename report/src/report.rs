@@ -1,34 +1,110 @@
-//! The matrix report (schema 1, written by `harness/src/report.rs`) as merge
-//! and the summary read it: typed where they look, everything else kept
-//! verbatim in `rest` so that a merge loses nothing.
+//! The matrix report (schema 1): what the harness writes after every trial,
+//! and what merge, join and the summary read. Typed where devcheck writes or
+//! looks; everything else kept verbatim in `rest`, so that a report of a newer
+//! devcheck loses nothing in a merge.
 //!
 //! A merged report has the same shape, with `machines` instead of
 //! `environment` and a `machine` on every trial, so it can be merged again.
 
 use std::collections::BTreeSet;
+use std::fmt;
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::metrics::{CheckMetrics, ReadbacksMetrics, TimingMetrics, ToleranceMetrics};
+
 /// The report layout this crate reads and writes.
 pub const SCHEMA: u64 = 1;
+
+/// One of the eight device-correctness checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Check {
+    /// Every tensor on the intended device and dtype.
+    Placement,
+    /// Numbers agree with a float64 CPU reference within tolerance.
+    Tolerance,
+    /// Host reads per step within budget, at known places.
+    Readbacks,
+    /// Honest (synchronized) against naive step time.
+    Timing,
+    /// Operators that fell back to the CPU.
+    Fallback,
+    /// Live memory stays flat across epochs.
+    Memory,
+    /// The same results with the inputs in other memory layouts.
+    Layout,
+    /// Bitwise the same results from the same state.
+    Repeatability,
+}
+
+impl Check {
+    /// All checks, in the order the harness runs them and tables show them.
+    pub const ALL: [Check; 8] = [
+        Check::Placement,
+        Check::Tolerance,
+        Check::Readbacks,
+        Check::Timing,
+        Check::Fallback,
+        Check::Memory,
+        Check::Layout,
+        Check::Repeatability,
+    ];
+
+    /// The name used in trial names and reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Check::Placement => "placement",
+            Check::Tolerance => "tolerance",
+            Check::Readbacks => "readbacks",
+            Check::Timing => "timing",
+            Check::Fallback => "fallback",
+            Check::Memory => "memory",
+            Check::Layout => "layout",
+            Check::Repeatability => "repeatability",
+        }
+    }
+}
+
+impl fmt::Display for Check {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Check {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Check::ALL
+            .into_iter()
+            .find(|c| c.name() == name)
+            .ok_or_else(|| {
+                format!(
+                    "unknown check `{name}`: expected one of {}",
+                    Check::ALL.map(Check::name).join(", ")
+                )
+            })
+    }
+}
 
 /// How many of [`CHECKS`] every report's table shows; the later ones (layout,
 /// repeatability) show where a report has their trials.
 pub const FIRST_CHECKS: usize = 6;
 
-/// The checks, in the order the harness runs and tables show them.
-pub const CHECKS: [&str; 8] = [
-    "placement",
-    "tolerance",
-    "readbacks",
-    "timing",
-    "fallback",
-    "memory",
-    "layout",
-    "repeatability",
-];
+/// The names of the checks, in [`Check::ALL`]'s order, as a report's trials name them.
+pub const CHECKS: [&str; 8] = {
+    let mut names = [""; 8];
+    let mut index = 0;
+    while index < names.len() {
+        names[index] = Check::ALL[index].name();
+        index += 1;
+    }
+    names
+};
 
 /// How a trial ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -184,13 +260,18 @@ impl Totals {
     pub fn of(trials: &[Trial]) -> Self {
         let mut totals = Self::default();
         for trial in trials {
-            match trial.outcome {
-                Outcome::Passed => totals.passed += 1,
-                Outcome::Failed => totals.failed += 1,
-                Outcome::Ignored => totals.ignored += 1,
-            }
+            totals.count(trial.outcome);
         }
         totals
+    }
+
+    /// Counts one more trial that ended so.
+    pub fn count(&mut self, outcome: Outcome) {
+        match outcome {
+            Outcome::Passed => self.passed += 1,
+            Outcome::Failed => self.failed += 1,
+            Outcome::Ignored => self.ignored += 1,
+        }
     }
 }
 
@@ -219,39 +300,85 @@ pub struct Trial {
     /// The machine it ran on, in a merged report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<String>,
-    /// `dtype`, `duration_ms` and anything newer, kept as they were.
+    /// The case's floating dtype (`float32`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<String>,
+    /// Wall time of the trial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<f64>,
+    /// Anything newer, kept as it was.
     #[serde(flatten)]
     pub rest: Map<String, Value>,
 }
 
 impl Trial {
+    /// The trial's figures as its check writes them; `None` for another check's
+    /// trial, or one that ended before it measured anything.
+    pub fn metrics_of<M: CheckMetrics>(&self) -> Option<M> {
+        if self.check != M::CHECK.name() {
+            return None;
+        }
+        serde_json::from_value(self.metrics.clone()).ok()
+    }
+
     /// The worst difference to the reference over all steps (tolerance trials).
     pub fn worst_difference(&self) -> Option<f64> {
-        self.metrics
-            .get("drift_per_step")?
-            .as_array()?
-            .iter()
-            .filter_map(Value::as_f64)
+        self.metrics_of::<ToleranceMetrics>()?
+            .drift_per_step
+            .into_iter()
+            .filter(|drift| !drift.is_nan())
             .reduce(f64::max)
     }
 
     /// The most host reads in one step (readbacks trials).
     pub fn max_readbacks_per_step(&self) -> Option<u64> {
-        self.metrics
-            .get("readbacks_per_step")?
-            .as_array()?
-            .iter()
-            .filter_map(Value::as_u64)
-            .max()
+        let most = self
+            .metrics_of::<ReadbacksMetrics>()?
+            .readbacks_per_step
+            .into_iter()
+            .max()?;
+        Some(most as u64)
     }
 
     /// The honest (synchronized) median step time (timing trials).
     pub fn honest_median_ms(&self) -> Option<f64> {
-        self.metrics.get("honest")?.get("median_ms")?.as_f64()
+        let median = self.metrics_of::<TimingMetrics>()?.honest.median_ms;
+        (!median.is_nan()).then_some(median)
     }
 }
 
 impl Report {
+    /// An empty, incomplete report of one run in `environment`, as the harness
+    /// starts one before its first trial.
+    pub fn new(environment: Environment) -> Self {
+        Self {
+            schema: SCHEMA,
+            complete: false,
+            interrupted: None,
+            cases: Some(Vec::new()),
+            devices_not_run: Some(Vec::new()),
+            environment: Some(environment),
+            machines: None,
+            totals: Totals::default(),
+            trials: Vec::new(),
+            rest: Map::new(),
+        }
+    }
+
+    /// Adds a trial and counts it in the totals.
+    pub fn push(&mut self, trial: Trial) {
+        self.totals.count(trial.outcome);
+        self.trials.push(trial);
+    }
+
+    /// Writes the report to `path` as pretty JSON, atomically: a reader sees
+    /// the old file or the new one, never half of one.
+    pub fn write(&self, path: &Path) -> std::io::Result<()> {
+        let mut bytes = serde_json::to_vec_pretty(self)?;
+        bytes.push(b'\n');
+        crate::files::write_atomically(path, &bytes)
+    }
+
     /// The cases this report is about: `cases` where the run recorded them, else
     /// those its trials name.
     pub fn case_set(&self) -> BTreeSet<String> {

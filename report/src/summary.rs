@@ -245,6 +245,8 @@ mod tests {
             metrics,
             caveat: None,
             machine: None,
+            dtype: None,
+            duration_ms: None,
             rest: Map::new(),
         }
     }

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::json;
+use devcheck_report::metrics::FallbackMetrics;
 
 use super::state::CaseState;
 use super::Verdict;
@@ -88,19 +88,29 @@ pub fn verdict(
     let is_accepted = |op: &str| accepted.iter().any(|a| op_name(a) == op);
     let (allowed, refused): (Vec<&String>, Vec<&String>) =
         fell_back.iter().partition(|op| is_accepted(op));
-    let sites: BTreeMap<&String, Vec<&String>> = observed
-        .iter()
-        .map(|(op, sites)| (op, sites.iter().collect()))
-        .collect();
-    let metrics = json!({
-        "fell_back": fell_back,
-        "sites": sites,
-        "accepted": accepted,
-        "only_warned": warned.iter().filter(|op| !observed.contains_key(*op)).collect::<Vec<_>>(),
-        "only_observed": observed.keys().filter(|op| !warned.contains(*op)).collect::<Vec<_>>(),
-        "warnings": warnings.iter().map(|w| crate::cause::torch_message(w)).collect::<Vec<_>>(),
-        "fallback_enabled": std::env::var("PYTORCH_ENABLE_MPS_FALLBACK").ok(),
-    });
+    let metrics = FallbackMetrics {
+        fell_back: fell_back.iter().map(|op| op.to_string()).collect(),
+        sites: observed
+            .iter()
+            .map(|(op, sites)| (op.clone(), sites.iter().cloned().collect()))
+            .collect(),
+        accepted: accepted.to_vec(),
+        only_warned: warned
+            .iter()
+            .filter(|op| !observed.contains_key(*op))
+            .cloned()
+            .collect(),
+        only_observed: observed
+            .keys()
+            .filter(|op| !warned.contains(*op))
+            .cloned()
+            .collect(),
+        warnings: warnings
+            .iter()
+            .map(|w| crate::cause::torch_message(w))
+            .collect(),
+        fallback_enabled: std::env::var("PYTORCH_ENABLE_MPS_FALLBACK").ok(),
+    };
     let describe = |ops: &[&String]| {
         ops.iter()
             .map(|op| match observed.get(*op).and_then(|s| s.first()) {

@@ -17,7 +17,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Serialize;
 use tch::{Kind, Tensor};
 
 use super::state::CaseState;
@@ -28,32 +27,8 @@ use crate::compare::Tolerance;
 use crate::device::DeviceSpec;
 use crate::error::TrialError;
 use crate::shim;
-
-/// The memory layouts the check gives a tensor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Layout {
-    /// NHWC strides for a 4-D tensor.
-    ChannelsLast,
-    /// The last two dimensions' strides swapped (a transposed copy, transposed back).
-    Transposed,
-    /// Every other element of a buffer twice the size.
-    StridedSlice,
-    /// Left as it was: the case keeps it, or no other layout exists (one element per row).
-    Unchanged,
-}
-
-impl Layout {
-    /// The words used in messages.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Layout::ChannelsLast => "channels-last",
-            Layout::Transposed => "transposed strides",
-            Layout::StridedSlice => "a strided slice of a larger buffer",
-            Layout::Unchanged => "unchanged",
-        }
-    }
-}
+pub use devcheck_report::metrics::Layout;
+use devcheck_report::metrics::{LayoutMetrics, LayoutTensor};
 
 /// `tensor` in channels-last memory (a 4-D tensor; others are returned as they are).
 pub fn channels_last(tensor: &Tensor) -> Result<Tensor, tch::TchError> {
@@ -138,48 +113,6 @@ pub fn relayout_batch(
     Ok((Batch { tensors }, layouts))
 }
 
-/// One tensor of the last step, judged.
-#[derive(Debug, Clone, Serialize)]
-pub struct LayoutTensor {
-    /// `param.fc.weight`, `loss`, …
-    pub name: String,
-    /// The contiguous run's RMSE against the reference.
-    pub contiguous_rmse: f64,
-    /// The relaid run's RMSE against the reference.
-    pub relaid_rmse: f64,
-    /// The second over the first.
-    pub ratio: f64,
-    /// The relaid run may be this many times the contiguous run's error …
-    pub multiplier: f64,
-    /// … plus this much.
-    pub floor: f64,
-    /// NaN or infinite values in the relaid run where the contiguous run has none.
-    pub not_finite: i64,
-    /// Within the bound.
-    pub passed: bool,
-}
-
-/// What the layout check reports.
-#[derive(Debug, Clone, Serialize)]
-pub struct LayoutMetrics {
-    /// The layout each batch tensor had in the second run.
-    pub batch: BTreeMap<String, Layout>,
-    /// Batch tensors the case keeps as they are, with its reason.
-    pub kept: BTreeMap<String, String>,
-    /// 4-D parameters (convolution weights) run channels-last.
-    pub channels_last_parameters: usize,
-    /// Inputs the step refuses in another layout (a `view` that needs
-    /// contiguous memory fails loudly, which is no silent wrong result): kept as
-    /// they were, with the error.
-    pub refused: BTreeMap<String, String>,
-    /// What both runs were compared with.
-    pub reference: String,
-    /// Optimizer steps.
-    pub steps: usize,
-    /// Every compared tensor of the last step.
-    pub tensors: Vec<LayoutTensor>,
-}
-
 fn not_finite(tensor: &Tensor) -> Result<i64, tch::TchError> {
     if tensor.numel() == 0 || !crate::case::is_floating(tensor.kind()) {
         return Ok(0);
@@ -259,8 +192,6 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
         steps: case.tolerance_steps,
         tensors: tensors.clone(),
     };
-    let metrics = serde_json::to_value(metrics)
-        .map_err(|e| TrialError::Case(format!("layout metrics: {e}")))?;
     let failed: Vec<&LayoutTensor> = tensors.iter().filter(|t| !t.passed).collect();
     let worst = failed
         .iter()

@@ -4,7 +4,7 @@
 //! memory-reporting hook) with the process RSS recorded beside them, since RSS
 //! also counts what the C allocator keeps after tensors are freed.
 
-use serde_json::json;
+use devcheck_report::metrics::{EpochMemory, MemoryMetrics, StepMemory};
 
 use super::state::CaseState;
 use super::Verdict;
@@ -61,13 +61,34 @@ pub fn growth(first: u64, last: u64) -> f64 {
 }
 
 /// What [`measure_epochs`] saw, in bytes above the device's memory before the case.
-pub(crate) struct EpochMemory {
+pub(crate) struct MeasuredEpochs {
     /// Device memory before the case was built (0 on the CPU).
     pub baseline: u64,
-    /// `{"current", "peak"}` after every step.
-    pub per_step: Vec<serde_json::Value>,
-    /// `{"live", "rss"}` at every epoch's end, caches emptied.
-    pub per_epoch: Vec<serde_json::Value>,
+    /// Memory after every step.
+    pub per_step: Vec<StepMemory>,
+    /// Memory at every epoch's end, caches emptied.
+    pub per_epoch: Vec<EpochMemory>,
+}
+
+impl MeasuredEpochs {
+    /// Live bytes at each epoch's end.
+    pub fn live_bytes(&self) -> Vec<u64> {
+        self.per_epoch.iter().map(|epoch| epoch.live).collect()
+    }
+
+    /// Growth of live memory from the first epoch's end to the last's.
+    pub fn growth(&self) -> f64 {
+        let live = self.live_bytes();
+        growth(
+            live.first().copied().unwrap_or(0),
+            live.last().copied().unwrap_or(0),
+        )
+    }
+
+    /// The highest peak of the steps in `steps`.
+    pub fn peak_bytes(steps: &[StepMemory]) -> u64 {
+        steps.iter().map(|step| step.peak).max().unwrap_or(0)
+    }
 }
 
 /// Trains `epochs` × `steps_per_epoch` steps from `weights`, measuring live and
@@ -78,7 +99,7 @@ pub(crate) fn measure_epochs(
     weights: &crate::case::Named,
     epochs: usize,
     steps_per_epoch: usize,
-) -> Result<EpochMemory, TrialError> {
+) -> Result<MeasuredEpochs, TrialError> {
     // One throwaway step first, so that one-off allocations (library workspaces,
     // kernel caches) land in the baseline rather than in the case's first epoch.
     {
@@ -100,15 +121,18 @@ pub(crate) fn measure_epochs(
             trainer.run_step(step)?;
             step += 1;
             let (current, peak) = measure(device, &tracker, baseline)?;
-            per_step.push(json!({"current": current, "peak": peak}));
+            per_step.push(StepMemory { current, peak });
         }
         device.synchronize()?;
         device.empty_cache()?;
         trim_host_heap();
         let (live, _) = measure(device, &tracker, baseline)?;
-        per_epoch.push(json!({"live": live, "rss": process_rss()}));
+        per_epoch.push(EpochMemory {
+            live,
+            rss: process_rss(),
+        });
     }
-    Ok(EpochMemory {
+    Ok(MeasuredEpochs {
         baseline,
         per_step,
         per_epoch,
@@ -127,37 +151,29 @@ pub fn measured_by(device: DeviceSpec) -> &'static str {
 /// Runs the case's epochs and fails when live memory grows beyond its limit.
 pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict, TrialError> {
     let limits = case.memory;
-    let EpochMemory {
-        baseline,
-        per_step: steps,
-        per_epoch: epochs,
-    } = measure_epochs(
+    let measured = measure_epochs(
         case,
         device,
         &state.weights()?,
         limits.epochs,
         limits.steps_per_epoch,
     )?;
-    let live: Vec<u64> = epochs.iter().filter_map(|e| e["live"].as_u64()).collect();
+    let live = measured.live_bytes();
     let (first, last) = (
         live.first().copied().unwrap_or(0),
         live.last().copied().unwrap_or(0),
     );
-    let grew = growth(first, last);
-    let peak = steps
-        .iter()
-        .filter_map(|s| s["peak"].as_u64())
-        .max()
-        .unwrap_or(0);
-    let metrics = json!({
-        "measured_by": measured_by(device),
-        "baseline_bytes": baseline,
-        "per_step": steps,
-        "per_epoch": epochs,
-        "peak_bytes": peak,
-        "growth": grew,
-        "max_growth": limits.max_growth,
-    });
+    let grew = measured.growth();
+    let peak = MeasuredEpochs::peak_bytes(&measured.per_step);
+    let metrics = MemoryMetrics {
+        measured_by: measured_by(device).to_owned(),
+        baseline_bytes: measured.baseline,
+        per_step: measured.per_step,
+        per_epoch: measured.per_epoch,
+        peak_bytes: peak,
+        growth: grew,
+        max_growth: limits.max_growth,
+    };
     let summary = format!(
         "live memory {} → {} over {} epochs ({:+.1} %), peak {} per step",
         mib(first),

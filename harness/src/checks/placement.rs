@@ -7,7 +7,9 @@
 //! the ops they run), with the user's line; the last by inspecting the named
 //! tensors.
 
-use serde_json::json;
+use std::collections::BTreeMap;
+
+use devcheck_report::metrics::PlacementMetrics;
 
 use super::state::CaseState;
 use super::Verdict;
@@ -79,29 +81,29 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
             ));
         }
     }
-    let shapes: serde_json::Map<String, serde_json::Value> = tensors
+    let shapes: BTreeMap<String, Vec<i64>> = tensors
         .iter()
         .filter(|(name, ..)| !name.starts_with("param.") && !name.starts_with("grad."))
         .filter(|(name, ..)| !name.starts_with("state."))
-        .map(|(name, _, t)| (name.clone(), json!(t.size())))
+        .map(|(name, _, t)| (name.clone(), t.size()))
         .collect();
     let batch_size = batch
         .tensors
         .first()
         .and_then(|(_, t)| t.size().first().copied());
-    let metrics = json!({
-        "tensors_checked": tensors.len(),
-        "ops_observed": trace.records.len(),
-        "threads_observed": trace.threads(),
-        "batch_size": batch_size,
-        "shapes": shapes,
-        "offenders": offenders,
-        "observed": observed,
-        "batch_uploads": batch_uploads,
-    });
-    let problems: Vec<&String> = observed.iter().chain(&offenders).collect();
+    let problems: Vec<String> = observed.iter().chain(&offenders).cloned().collect();
+    let metrics = PlacementMetrics {
+        tensors_checked: tensors.len(),
+        ops_observed: trace.records.len(),
+        threads_observed: trace.threads(),
+        batch_size,
+        shapes,
+        offenders,
+        observed,
+        batch_uploads,
+    };
     Ok(match problems.first() {
-        Some(first) if problems.len() == 1 => Verdict::fail((*first).clone(), metrics),
+        Some(first) if problems.len() == 1 => Verdict::fail(first.clone(), metrics),
         Some(first) => Verdict::fail(
             format!("{first} (and {} more)", problems.len() - 1),
             metrics,
@@ -111,7 +113,8 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
                 "every op of the step and all {} tensors after it on {device} as {}{}",
                 tensors.len(),
                 kind_name(case.kind()),
-                batch_uploads
+                metrics
+                    .batch_uploads
                     .first()
                     .map_or_else(String::new, |first| format!("; {first}"))
             ),

@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use serde_json::json;
+use devcheck_report::metrics::ReadbacksMetrics;
 
 use super::state::CaseState;
 use super::Verdict;
@@ -273,19 +273,25 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
         .iter()
         .map(|(site, n)| format!("{site} ×{} per step", n.div_ceil(MEASURED_STEPS as usize)))
         .collect();
-    let metrics = json!({
-        "readbacks_per_step": per_step,
-        "budget": case.readback_budget,
-        "sites": site_lines,
-        "new_since_review": new_reads,
-        "observed_by": if device.is_accelerator() {
+    let metrics = ReadbacksMetrics {
+        readbacks_per_step: per_step,
+        budget: case.readback_budget,
+        sites: site_lines.clone(),
+        new_since_review: new_reads.clone(),
+        observed_by: if device.is_accelerator() {
             "op observer: the syncs this device ran"
         } else {
             "op observer: on the CPU, the reads that sync on an accelerator"
-        },
-        "sync_debug": if sync_debug { "cuda sync-debug mode (warn), a second witness" } else { "not available on this device" },
-        "only_sync_debug": witness_lines,
-    });
+        }
+        .to_owned(),
+        sync_debug: if sync_debug {
+            "cuda sync-debug mode (warn), a second witness"
+        } else {
+            "not available on this device"
+        }
+        .to_owned(),
+        only_sync_debug: witness_lines.clone(),
+    };
 
     // Every failure of the run at once: over budget and a snapshot to review
     // are two things to fix, and the snapshot is written either way.

@@ -9,7 +9,7 @@
 //! only a case that declares `Case::deterministic()`, whose message says which
 //! op to replace or which libtorch setting makes it repeatable.
 
-use serde::Serialize;
+use devcheck_report::metrics::{Difference, RepeatabilityMetrics};
 use tch::{Kind, Tensor};
 
 use super::state::CaseState;
@@ -68,36 +68,6 @@ const NONDETERMINISTIC: &[&str] = &[
     "aten::cudnn_convolution",
     "aten::_cudnn_rnn_backward",
 ];
-
-/// The first difference between the two runs.
-#[derive(Debug, Clone, Serialize)]
-pub struct Difference {
-    /// The tensor.
-    pub name: String,
-    /// After this step (1-based).
-    pub step: usize,
-    /// Its largest absolute difference (NaN where one run has NaN and the other not).
-    pub max_abs_diff: f64,
-}
-
-/// What the repeatability check reports.
-#[derive(Debug, Clone, Serialize)]
-pub struct RepeatabilityMetrics {
-    /// Whether every tensor of every step was bitwise the same.
-    pub identical: bool,
-    /// Tensors compared per step.
-    pub tensors: usize,
-    /// Optimizer steps.
-    pub steps: usize,
-    /// Tensors that differ after the last step.
-    pub differing: Vec<String>,
-    /// The largest difference, if any.
-    pub largest: Option<Difference>,
-    /// Ops seen that libtorch documents as nondeterministic on this device.
-    pub nondeterministic_ops: Vec<String>,
-    /// Whether the case requires bitwise repeatability (`Case::deterministic`).
-    pub required: bool,
-}
 
 /// Bitwise equal, NaN in the same places counting as equal.
 fn identical(a: &Tensor, b: &Tensor) -> Result<bool, tch::TchError> {
@@ -189,8 +159,6 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
         nondeterministic_ops: ops.clone(),
         required: case.deterministic,
     };
-    let metrics = serde_json::to_value(metrics)
-        .map_err(|e| TrialError::Case(format!("repeatability metrics: {e}")))?;
     let Some(largest) = largest else {
         return Ok(Verdict::pass(
             format!(

@@ -8,8 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-use serde_json::json;
+use devcheck_report::metrics::TimingMetrics;
 
 use super::state::CaseState;
 use super::Verdict;
@@ -46,14 +45,7 @@ impl Default for TimingBudget {
     }
 }
 
-/// Median and interquartile range of a sample, in milliseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Spread {
-    /// The median.
-    pub median_ms: f64,
-    /// Third minus first quartile.
-    pub iqr_ms: f64,
-}
+pub use devcheck_report::metrics::Spread;
 
 /// Median and IQR with linear interpolation between order statistics (numpy's default).
 pub fn spread(samples: &[f64]) -> Spread {
@@ -100,19 +92,21 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
     let (naive_s, honest_s) = (spread(&naive), spread(&honest));
     let device_s = (!device_ms.is_empty()).then(|| spread(&device_ms));
     let ratio = honest_s.median_ms / naive_s.median_ms;
-    let mut metrics = json!({
-        "steps_measured": honest.len(),
-        "warmup_steps": budget.warmup_steps as usize + discarded,
-        "naive": naive_s,
-        "honest": honest_s,
-        "device_events": device_s,
-        "honest_over_naive": ratio,
-        "honest_over_device_events": device_s.map(|d| honest_s.median_ms / d.median_ms),
-        "batch_size": batch.tensors.first().and_then(|(_, t)| t.size().first().copied()),
-    });
-    if device.is_accelerator() && !events {
-        metrics["device_events_unavailable"] = json!(crate::version::NO_DEVICE_EVENT_TIMING);
-    }
+    let metrics = TimingMetrics {
+        steps_measured: honest.len(),
+        warmup_steps: budget.warmup_steps as usize + discarded,
+        naive: naive_s,
+        honest: honest_s,
+        device_events: device_s,
+        honest_over_naive: ratio,
+        honest_over_device_events: device_s.map(|d| honest_s.median_ms / d.median_ms),
+        batch_size: batch
+            .tensors
+            .first()
+            .and_then(|(_, t)| t.size().first().copied()),
+        device_events_unavailable: (device.is_accelerator() && !events)
+            .then(|| crate::version::NO_DEVICE_EVENT_TIMING.to_owned()),
+    };
     if let Some(problem) = broken(&naive, &honest, &device_ms) {
         return Ok(Verdict::fail(
             format!("timing measurement is broken: {problem}"),

@@ -16,7 +16,7 @@
 //! dtype. A value that is NaN or infinite where the reference is finite fails
 //! on every device.
 
-use serde_json::json;
+use devcheck_report::metrics::{TensorDrift, ToleranceMetrics};
 use tch::{Kind, Tensor};
 
 use super::state::CaseState;
@@ -427,48 +427,47 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
     };
     let reference_name = format!("cpu {}", kind_name(reference_kind));
     let baseline_name = format!("cpu {}", kind_name(case.kind()));
-    let tensors: Vec<serde_json::Value> = judged
+    let tensors: Vec<TensorDrift> = judged
         .iter()
-        .map(|j| {
-            json!({
-                "name": j.name,
-                "candidate_rmse": j.candidate_error,
-                "baseline_rmse": j.baseline_error,
-                "ratio": j.ratio(),
-                "multiplier": j.bound.multiplier,
-                "floor": j.bound.floor,
-                "not_finite": j.lost,
-                "reference_not_finite": j.reference_lost,
-                "passed": j.passed,
-                "override_admitted": j.override_admitted,
-                "tf32_admitted": j.tf32_admitted,
-                "vs_reference": j.vs_reference,
-                "vs_cpu_same_dtype": j.vs_cpu,
-            })
+        .map(|j| TensorDrift {
+            name: j.name.clone(),
+            candidate_rmse: j.candidate_error,
+            baseline_rmse: j.baseline_error,
+            ratio: j.ratio(),
+            multiplier: j.bound.multiplier,
+            floor: j.bound.floor,
+            not_finite: j.lost,
+            reference_not_finite: j.reference_lost,
+            passed: j.passed,
+            override_admitted: j.override_admitted,
+            tf32_admitted: j.tf32_admitted,
+            vs_reference: j.vs_reference.clone(),
+            vs_cpu_same_dtype: j.vs_cpu.clone(),
         })
         .collect();
     let worst_ratio = judged.iter().max_by(|a, b| a.ratio().total_cmp(&b.ratio()));
-    let metrics = json!({
-        "criterion": if !on_accelerator {
-            "cpu: the candidate is the baseline; its error against the reference is reported"
-        } else if reference_is_case_dtype {
-            "no float64 reference: assert_close against the CPU in the same dtype"
-        } else {
-            "rmse(candidate, reference) <= multiplier × rmse(baseline, reference) + floor"
-        },
-        "reference": reference_name,
-        "baseline": baseline_name,
-        "candidate": format!("{device} {}", kind_name(case.kind())),
-        "steps": case.tolerance_steps,
-        "tensors": tensors,
-        "worst_ratio": worst_ratio.map(Judged::ratio),
-        "worst_abs_diff": drift.last(),
-        "drift_per_step": drift,
-        "reference_downcast": downcast,
-        "reduced_precision": reduced,
-        "override_reason": case.tolerance_reason,
-        "dump": dumped,
-    });
+    let criterion = if !on_accelerator {
+        "cpu: the candidate is the baseline; its error against the reference is reported"
+    } else if reference_is_case_dtype {
+        "no float64 reference: assert_close against the CPU in the same dtype"
+    } else {
+        "rmse(candidate, reference) <= multiplier × rmse(baseline, reference) + floor"
+    };
+    let metrics = ToleranceMetrics {
+        criterion: criterion.to_owned(),
+        reference: reference_name.clone(),
+        baseline: baseline_name.clone(),
+        candidate: format!("{device} {}", kind_name(case.kind())),
+        steps: case.tolerance_steps,
+        tensors,
+        worst_ratio: worst_ratio.map(Judged::ratio),
+        worst_abs_diff: drift.last().copied(),
+        drift_per_step: drift,
+        reference_downcast: downcast.clone(),
+        reduced_precision: reduced.clone(),
+        override_reason: case.tolerance_reason.clone(),
+        dump: dumped,
+    };
     let note = if downcast.is_empty() {
         String::new()
     } else {
