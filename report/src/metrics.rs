@@ -430,6 +430,9 @@ pub struct LayoutTensor {
     pub floor: f64,
     /// NaN or infinite values in the relaid run where the contiguous run has none.
     pub not_finite: i64,
+    /// Beyond the bound, but within a tenth of the tensor's RMS where TF32 may
+    /// have rounded the relaid run alone (CUDA).
+    pub tf32_admitted: bool,
     /// Within the bound.
     pub passed: bool,
 }
