@@ -19,8 +19,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use tch::{Kind, Tensor};
 
+use super::state::shallow;
 use super::state::CaseState;
-use super::tolerance::{self, rmse, ErrorBound, Trajectory};
+use super::tolerance::{self, not_finite, rmse, ErrorBound, Trajectory};
 use super::Verdict;
 use crate::case::{kind_name, Batch, Case, Named};
 use crate::compare::Tolerance;
@@ -111,17 +112,6 @@ pub fn relayout_batch(
         tensors.push((name.clone(), relaid));
     }
     Ok((Batch { tensors }, layouts))
-}
-
-fn not_finite(tensor: &Tensor) -> Result<i64, tch::TchError> {
-    if tensor.numel() == 0 || !crate::case::is_floating(tensor.kind()) {
-        return Ok(0);
-    }
-    tensor
-        .f_isfinite()?
-        .f_logical_not()?
-        .f_sum(Kind::Int64)?
-        .f_int64_value(&[])
 }
 
 /// Runs the case contiguous and relaid on `device` and judges the relaid run.
@@ -401,13 +391,6 @@ fn times(ratio: f64) -> String {
     } else {
         format!("{ratio:.1e}×")
     }
-}
-
-fn shallow(named: &Named) -> Named {
-    named
-        .iter()
-        .map(|(n, t)| (n.clone(), t.shallow_clone()))
-        .collect()
 }
 
 /// Each tensor of the relaid run against the contiguous run, both against the reference.

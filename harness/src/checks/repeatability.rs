@@ -10,7 +10,7 @@
 //! op to replace or which libtorch setting makes it repeatable.
 
 use devcheck_report::metrics::{Difference, RepeatabilityMetrics};
-use tch::{Kind, Tensor};
+use tch::Tensor;
 
 use super::state::CaseState;
 use super::tolerance;
@@ -86,20 +86,6 @@ fn identical(a: &Tensor, b: &Tensor) -> Result<bool, tch::TchError> {
     Ok(same.f_all()?.f_int64_value(&[])? != 0)
 }
 
-fn max_abs_diff(a: &Tensor, b: &Tensor) -> Result<f64, tch::TchError> {
-    if a.numel() == 0 || a.size() != b.size() {
-        return Ok(f64::NAN);
-    }
-    let diff = a
-        .f_to_kind(Kind::Double)?
-        .f_sub(&b.f_to_kind(Kind::Double)?)?
-        .f_abs()?;
-    if diff.f_isnan()?.f_any()?.f_int64_value(&[])? != 0 {
-        return Ok(f64::NAN);
-    }
-    diff.f_max()?.f_double_value(&[])
-}
-
 /// Runs the case twice on `device` and compares the runs bit for bit.
 pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict, TrialError> {
     let weights = state.weights()?;
@@ -136,7 +122,7 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
             if step + 1 == first.len() {
                 differing.push(name.clone());
             }
-            let difference = max_abs_diff(left, &right)?;
+            let difference = tolerance::max_abs_difference(left, &right)?;
             let larger = largest.as_ref().is_none_or(|l| {
                 difference.is_nan() && !l.max_abs_diff.is_nan() || difference > l.max_abs_diff
             });

@@ -34,7 +34,8 @@ pub struct CaseState {
     scaling: Mutex<Option<String>>,
 }
 
-fn shallow(named: &Named) -> Named {
+/// The same tensors, shared (not copied).
+pub(crate) fn shallow(named: &Named) -> Named {
     named
         .iter()
         .map(|(n, t)| (n.clone(), t.shallow_clone()))

@@ -137,7 +137,7 @@ pub(crate) fn rmse(actual: &Tensor, expected: &Tensor) -> Result<f64, tch::TchEr
 }
 
 /// Elements that are NaN or infinite.
-fn not_finite(tensor: &Tensor) -> Result<i64, tch::TchError> {
+pub(crate) fn not_finite(tensor: &Tensor) -> Result<i64, tch::TchError> {
     if tensor.numel() == 0 || !crate::case::is_floating(tensor.kind()) {
         return Ok(0);
     }
@@ -318,7 +318,7 @@ fn comparison_text(c: &Comparison) -> String {
 }
 
 /// Greatest absolute difference over all elements, in float64; NaN if any side is NaN.
-fn max_abs_difference(actual: &Tensor, expected: &Tensor) -> Result<f64, tch::TchError> {
+pub(crate) fn max_abs_difference(actual: &Tensor, expected: &Tensor) -> Result<f64, tch::TchError> {
     if actual.numel() == 0 {
         return Ok(0.0);
     }
