@@ -122,8 +122,8 @@ pub enum Outcome {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Caveat {
-    /// Measured, with nothing to compare on that machine: tolerance on the CPU,
-    /// which is the baseline itself.
+    /// Measured, with nothing to compare: tolerance on the CPU, which is the
+    /// baseline itself; layout with every input kept as it was.
     MeasuredOnly,
     /// Measured, but the figures spread wider than their median (timing on a busy machine).
     Unstable,
@@ -146,7 +146,8 @@ impl Caveat {
         match self {
             Caveat::MeasuredOnly => {
                 "○ measured, nothing compared: tolerance on the CPU is the baseline itself \
-                 (float32 against float64); run on an accelerator (cuda, mps) to compare one"
+                 (float32 against float64), run on an accelerator (cuda, mps) to compare one; \
+                 layout with every input kept as it was (the trial's message says why)"
             }
             Caveat::Unstable => {
                 "? measured, but unstable: the step times spread wider than their median (a busy \
