@@ -90,7 +90,11 @@ pub(crate) fn collect(scanned: &[Scanned<'_>], config: &Config) -> Vec<Finding> 
                         "`{}` syncs with the device: {}",
                         chain.steps[0], chain.message
                     ),
-                    notes: vec![format!("via {}", quoted_chain(&chain.steps))],
+                    notes: std::iter::once(format!("via {}", quoted_chain(&chain.steps)))
+                        .chain(chain.looped.iter().map(|function| {
+                            format!("`{function}` reads in a loop of its own: each call waits for the device once per iteration of it")
+                        }))
+                        .collect(),
                     loc: call.loc,
                     fix: chain.fix,
                     item: call.item,
