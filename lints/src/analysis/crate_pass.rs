@@ -225,6 +225,9 @@ pub(crate) struct CrateIndex<'a> {
     supertraits: HashMap<&'a str, Vec<&'a str>>,
     /// Aliases of types tch converts tensors into.
     aliases: HashSet<&'a str>,
+    /// Other type aliases, to the named type they stand for, with the
+    /// file of each.
+    type_aliases: HashMap<&'a str, Vec<(usize, &'a str)>>,
     /// Method calls by the method's name: (file, call index).
     method_calls: HashMap<&'a str, Vec<(usize, usize)>>,
     local_types: HashSet<&'a str>,
@@ -250,6 +253,7 @@ impl<'a> CrateIndex<'a> {
         let mut traits = HashSet::new();
         let mut supertraits: HashMap<&str, Vec<&str>> = HashMap::new();
         let mut aliases = HashSet::new();
+        let mut type_aliases: HashMap<&str, Vec<(usize, &str)>> = HashMap::new();
         let mut method_calls: HashMap<&str, Vec<(usize, usize)>> = HashMap::new();
         let mut local_types = HashSet::new();
         for (file_index, file) in files.iter().enumerate() {
@@ -294,6 +298,14 @@ impl<'a> CrateIndex<'a> {
             for alias in &facts.aliases {
                 aliases.insert(alias.name.as_str());
             }
+            for (alias, named) in &facts.type_aliases {
+                if alias != named {
+                    type_aliases
+                        .entry(alias.as_str())
+                        .or_default()
+                        .push((file_index, named.as_str()));
+                }
+            }
             for declared in &facts.traits {
                 traits.insert(declared.name.as_str());
                 let list = supertraits.entry(declared.name.as_str()).or_default();
@@ -322,6 +334,7 @@ impl<'a> CrateIndex<'a> {
             traits,
             supertraits,
             aliases,
+            type_aliases,
             method_calls,
             local_types,
             callers: RefCell::new(None),
@@ -531,7 +544,33 @@ impl<'a> CrateIndex<'a> {
 
     /// Methods named `name` of type (or trait) `owner`, as seen from `from`.
     fn methods_of(&self, owner: &str, name: &str, from: Option<usize>) -> Vec<FnId> {
-        self.methods_within(owner, name, from, 0)
+        self.methods_within(self.unaliased(owner, from), name, from, 0)
+    }
+
+    /// The crate type that a type alias visible from `from` stands for
+    /// (through aliases of aliases), or the name itself: a crate type or
+    /// trait of that name, or an alias of a type from elsewhere, is kept.
+    fn unaliased<'n>(&'n self, mut name: &'n str, from: Option<usize>) -> &'n str {
+        for _ in 0..MAX_DEPTH {
+            if self.local_types.contains(name) || self.traits.contains(name) {
+                break;
+            }
+            let Some(named) = self
+                .type_aliases
+                .get(name)
+                .into_iter()
+                .flatten()
+                .find(|(file, named)| {
+                    self.local_types.contains(named)
+                        && from.is_none_or(|u| self.rank(u, *file).is_some())
+                })
+                .map(|(_, named)| *named)
+            else {
+                break;
+            };
+            name = named;
+        }
+        name
     }
 
     fn methods_within(
@@ -638,7 +677,7 @@ impl<'a> CrateIndex<'a> {
         }
         match ty {
             TypeRef::Named(name) if name == "Tensor" => Some(TyKind::Tensor),
-            TypeRef::Named(name) => Some(TyKind::Named(name.clone())),
+            TypeRef::Named(name) => Some(TyKind::Named(self.unaliased(name, from).to_owned())),
             TypeRef::Written(kind) => Some(kind.clone()),
             TypeRef::Field { base, field } => match self.resolve_within(base, from, depth + 1) {
                 Some(TyKind::Named(owner)) => {
