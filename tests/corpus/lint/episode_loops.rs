@@ -19,7 +19,7 @@ pub struct Agent {
 
 impl Agent {
     pub fn act(&self, obs: &Tensor) -> i64 {
-        self.policy.forward(obs).argmax(-1, false).int64_value(&[])
+        self.policy.forward(obs).argmax(-1, false).int64_value(&[]) //~ warning host-sync
     }
 
     pub fn value(&self, obs: &Tensor) -> Tensor {
