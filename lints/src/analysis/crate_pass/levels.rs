@@ -272,8 +272,16 @@ impl CrateIndex<'_> {
     /// a call through a trait runs one impl of several.
     pub(crate) fn hot_functions(&self, levels: &LoopLevels) -> HashMap<FnId, HotCall> {
         let mut hot: HashMap<FnId, HotCall> = HashMap::new();
-        let mut top_level_calls: HashMap<FnId, Vec<(FnId, Vec<Place>)>> = HashMap::new();
+        // Calls outside loops, by the function making them; resolved only
+        // once that function turns out to run per step.
+        let mut top_level_calls: HashMap<FnId, Vec<&CallSite>> = HashMap::new();
         let mut pending: Vec<FnId> = Vec::new();
+        let args_of = |call: &CallSite| -> Vec<Place> {
+            call.args
+                .iter()
+                .map(|a| a.clone().unwrap_or_default())
+                .collect()
+        };
         for (file, info) in self.files.iter().enumerate() {
             for call in &info.facts.calls {
                 let (Some(function), None, None) = (
@@ -283,31 +291,25 @@ impl CrateIndex<'_> {
                 ) else {
                     continue;
                 };
-                let callees = self.callees(file, call);
-                let [callee] = callees.as_slice() else {
-                    continue;
-                };
-                let args: Vec<Place> = call
-                    .args
-                    .iter()
-                    .map(|a| a.clone().unwrap_or_default())
-                    .collect();
                 let Some(loop_id) = call.context.loop_id else {
                     top_level_calls
                         .entry((file, function))
                         .or_default()
-                        .push((*callee, args));
+                        .push(call);
                     continue;
                 };
                 let level = levels.get(file, loop_id);
                 // A function handed each whole item of a loop that runs no
                 // step (converting each input for another runtime) runs
                 // once per item, which is the loop's purpose.
-                if level.per_epoch.is_some()
-                    || level.request
-                    || (level.stepless && call.item)
-                    || hot.contains_key(callee)
-                {
+                if level.per_epoch.is_some() || level.request || (level.stepless && call.item) {
+                    continue;
+                }
+                let callees = self.callees(file, call);
+                let [callee] = callees.as_slice() else {
+                    continue;
+                };
+                if hot.contains_key(callee) {
                     continue;
                 }
                 hot.insert(
@@ -317,7 +319,7 @@ impl CrateIndex<'_> {
                         loop_line: info.facts.loops[loop_id].line,
                         callee: *callee,
                         caller: (file, function),
-                        args,
+                        args: args_of(call),
                     },
                 );
                 pending.push(*callee);
@@ -325,9 +327,16 @@ impl CrateIndex<'_> {
         }
         while let Some(function) = pending.pop() {
             let origin = hot[&function].clone();
-            for (callee, args) in top_level_calls.get(&function).into_iter().flatten() {
+            for call in top_level_calls.get(&function).into_iter().flatten() {
+                let callees = self.callees(function.0, call);
+                let [callee] = callees.as_slice() else {
+                    continue;
+                };
                 if !hot.contains_key(callee) {
-                    let args = args.iter().map(|a| substitute(a, &origin.args)).collect();
+                    let args = args_of(call)
+                        .iter()
+                        .map(|a| substitute(a, &origin.args))
+                        .collect();
                     hot.insert(
                         *callee,
                         HotCall {
