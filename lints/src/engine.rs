@@ -197,7 +197,8 @@ fn first_and_second_pass<'a>(
         .collect();
 
     // Second pass: files not parsed yet that mention a crate-local function
-    // found to sync may call it in a loop. Repeat, since they may define
+    // found to sync, or its type, may call it in a loop or say what it is
+    // called on. Repeat, since they may define
     // more such functions.
     let mut tried: HashSet<usize> = HashSet::new();
     loop {
@@ -207,10 +208,16 @@ fn first_and_second_pass<'a>(
             for (root, members) in &crates {
                 let (_, index) = workspace_index(&scanned, members);
                 let summary = index.summarize();
+                // A syncing method's type too: a file that only names it
+                // (`pub type SBertRT = SBert<RustTokenizers>`, a re-export)
+                // says what a call's receiver is.
                 let names: HashSet<&str> = summary
                     .syncs
                     .keys()
-                    .map(|&id| index.function(id).name.as_str())
+                    .flat_map(|&id| {
+                        let function = index.function(id);
+                        std::iter::once(function.name.as_str()).chain(function.owner.as_deref())
+                    })
                     .collect();
                 if names.is_empty() {
                     continue;

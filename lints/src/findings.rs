@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use crate::analysis::crate_pass::LoopLevels;
-use crate::analysis::facts::{Cold, Context, FileFacts, Fix, Loc};
+use crate::analysis::facts::{Cold, Context, FileFacts, Fix, Loc, Site};
 use crate::config::{Config, Level};
 use crate::engine::{group_by_workspace, workspace_index, Scanned};
 use crate::rules::RuleId;
@@ -38,41 +38,43 @@ pub(crate) fn collect(scanned: &[Scanned<'_>], config: &Config) -> Vec<Finding> 
         }
         let summary = index.summarize();
         let levels = index.loop_levels();
+        let hot = index.hot_functions(&levels);
         for (file, &position) in positions.iter().enumerate() {
             let facts = index.facts(file);
             let mut reads = Vec::new();
             for site in &facts.sites {
-                if site.context.loop_id.is_none() || !index.site_syncs(file, site) {
+                if site.context.loop_id.is_none() {
+                    // A read outside loops, in a function that runs on
+                    // every iteration of a per-step loop elsewhere.
+                    let hot_call = site.context.function.and_then(|f| hot.get(&(file, f)));
+                    if let (Some(hot_call), None, None) =
+                        (hot_call, &site.context.periodic, &site.context.cold)
+                    {
+                        if index.site_syncs_in(file, site, hot_call) {
+                            let loop_path = &scanned[positions[hot_call.file]].path;
+                            let mut read = site_read(site);
+                            read.notes.push(format!(
+                                "`{}` runs on every iteration of the loop at {}:{}: the host waits for the device once per iteration",
+                                index.function(hot_call.callee).display_name(),
+                                loop_path.display(),
+                                hot_call.loop_line
+                            ));
+                            reads.extend(judge_hot(read, &site.context, facts, config));
+                        }
+                    }
                     continue;
                 }
-                let mut notes: Vec<String> = site.hit.note.iter().cloned().collect();
-                let (op, message) = if site.via.is_empty() {
-                    (site.hit.op.clone(), site.hit.message.clone())
-                } else {
-                    let mut steps = site.via.clone();
-                    steps.push(site.hit.op.clone());
-                    notes.insert(0, format!("via {}", quoted_chain(&steps)));
-                    (
-                        site.via[0].clone(),
-                        format!(
-                            "{} syncs with the device: {}",
-                            site.via[0], site.hit.message
-                        ),
-                    )
-                };
-                let read = Read {
-                    rule: site.hit.rule,
-                    pattern: site.hit.pattern,
-                    op,
-                    message,
-                    notes,
-                    loc: site.loc,
-                    fix: site.hit.fix,
-                    item: site.item,
-                    statement: site.context.statement,
-                    severity: Severity::Warning,
-                };
-                reads.extend(judge(read, &site.context, facts, file, &levels, config));
+                if !index.site_syncs(file, site) {
+                    continue;
+                }
+                reads.extend(judge(
+                    site_read(site),
+                    &site.context,
+                    facts,
+                    file,
+                    &levels,
+                    config,
+                ));
             }
             for call in &facts.calls {
                 if call.context.loop_id.is_none() {
@@ -90,7 +92,11 @@ pub(crate) fn collect(scanned: &[Scanned<'_>], config: &Config) -> Vec<Finding> 
                         "`{}` syncs with the device: {}",
                         chain.steps[0], chain.message
                     ),
-                    notes: vec![format!("via {}", quoted_chain(&chain.steps))],
+                    notes: std::iter::once(format!("via {}", quoted_chain(&chain.steps)))
+                        .chain(chain.looped.iter().map(|function| {
+                            format!("`{function}` reads in a loop of its own: each call waits for the device once per iteration of it")
+                        }))
+                        .collect(),
                     loc: call.loc,
                     fix: chain.fix,
                     item: call.item,
@@ -112,6 +118,65 @@ pub(crate) fn collect(scanned: &[Scanned<'_>], config: &Config) -> Vec<Finding> 
     });
     out.dedup_by(|a, b| (&a.file, a.line, a.column, a.rule) == (&b.file, b.line, b.column, b.rule));
     out
+}
+
+/// A read at a site, before its severity is decided.
+fn site_read(site: &Site) -> Read {
+    let mut notes: Vec<String> = site.hit.note.iter().cloned().collect();
+    let (op, message) = if site.via.is_empty() {
+        (site.hit.op.clone(), site.hit.message.clone())
+    } else {
+        let mut steps = site.via.clone();
+        steps.push(site.hit.op.clone());
+        notes.insert(0, format!("via {}", quoted_chain(&steps)));
+        (
+            site.via[0].clone(),
+            format!(
+                "{} syncs with the device: {}",
+                site.via[0], site.hit.message
+            ),
+        )
+    };
+    Read {
+        rule: site.hit.rule,
+        pattern: site.hit.pattern,
+        op,
+        message,
+        notes,
+        loc: site.loc,
+        fix: site.hit.fix,
+        item: site.item,
+        statement: site.context.statement,
+        severity: Severity::Warning,
+    }
+}
+
+/// Decides the severity of a read outside loops in a function that runs
+/// once per step: the configured level, or dropped by an allow comment.
+fn judge_hot(
+    mut read: Read,
+    context: &Context,
+    facts: &FileFacts,
+    config: &Config,
+) -> Option<Read> {
+    if facts
+        .suppressions
+        .allows(read.rule, read.loc.line, context.statement_line)
+    {
+        return None;
+    }
+    let level = read
+        .pattern
+        .and_then(|p| config.patterns.get(p))
+        .and_then(|p| p.level)
+        .unwrap_or_else(|| config.level(read.rule));
+    read.severity = match level {
+        Level::Allow => return None,
+        Level::Note => Severity::Note,
+        Level::Warn => Severity::Warning,
+        Level::Deny => Severity::Error,
+    };
+    Some(read)
 }
 
 /// Decides a read's severity and the note that says why, or drops it

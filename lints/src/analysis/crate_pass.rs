@@ -192,13 +192,18 @@ pub(crate) struct Chain {
     /// Where the operation's subject lives, in terms of the first
     /// function's parameters: on the CPU, the call does not sync.
     pub condition: Place,
+    /// The function along the chain whose own loop holds the operation (or
+    /// the call leading to it): a call then syncs once per iteration of
+    /// that loop, not once.
+    pub looped: Option<String>,
 }
 
-/// Which functions sync once per call, and how.
+/// Which functions sync when called, and how.
 #[derive(Default)]
 pub(crate) struct Summary {
-    /// Functions that sync once per call, with how (a few ways each, for
-    /// different arguments).
+    /// Functions that sync when called, once or in a loop of their own
+    /// ([`Chain::looped`]), with how (a few ways each, for different
+    /// arguments).
     pub syncs: HashMap<FnId, Vec<Chain>>,
 }
 
@@ -220,6 +225,9 @@ pub(crate) struct CrateIndex<'a> {
     supertraits: HashMap<&'a str, Vec<&'a str>>,
     /// Aliases of types tch converts tensors into.
     aliases: HashSet<&'a str>,
+    /// Other type aliases, to the named type they stand for, with the
+    /// file of each.
+    type_aliases: HashMap<&'a str, Vec<(usize, &'a str)>>,
     /// Method calls by the method's name: (file, call index).
     method_calls: HashMap<&'a str, Vec<(usize, usize)>>,
     local_types: HashSet<&'a str>,
@@ -245,6 +253,7 @@ impl<'a> CrateIndex<'a> {
         let mut traits = HashSet::new();
         let mut supertraits: HashMap<&str, Vec<&str>> = HashMap::new();
         let mut aliases = HashSet::new();
+        let mut type_aliases: HashMap<&str, Vec<(usize, &str)>> = HashMap::new();
         let mut method_calls: HashMap<&str, Vec<(usize, usize)>> = HashMap::new();
         let mut local_types = HashSet::new();
         for (file_index, file) in files.iter().enumerate() {
@@ -289,6 +298,14 @@ impl<'a> CrateIndex<'a> {
             for alias in &facts.aliases {
                 aliases.insert(alias.name.as_str());
             }
+            for (alias, named) in &facts.type_aliases {
+                if alias != named {
+                    type_aliases
+                        .entry(alias.as_str())
+                        .or_default()
+                        .push((file_index, named.as_str()));
+                }
+            }
             for declared in &facts.traits {
                 traits.insert(declared.name.as_str());
                 let list = supertraits.entry(declared.name.as_str()).or_default();
@@ -317,6 +334,7 @@ impl<'a> CrateIndex<'a> {
             traits,
             supertraits,
             aliases,
+            type_aliases,
             method_calls,
             local_types,
             callers: RefCell::new(None),
@@ -526,7 +544,33 @@ impl<'a> CrateIndex<'a> {
 
     /// Methods named `name` of type (or trait) `owner`, as seen from `from`.
     fn methods_of(&self, owner: &str, name: &str, from: Option<usize>) -> Vec<FnId> {
-        self.methods_within(owner, name, from, 0)
+        self.methods_within(self.unaliased(owner, from), name, from, 0)
+    }
+
+    /// The crate type that a type alias visible from `from` stands for
+    /// (through aliases of aliases), or the name itself: a crate type or
+    /// trait of that name, or an alias of a type from elsewhere, is kept.
+    fn unaliased<'n>(&'n self, mut name: &'n str, from: Option<usize>) -> &'n str {
+        for _ in 0..MAX_DEPTH {
+            if self.local_types.contains(name) || self.traits.contains(name) {
+                break;
+            }
+            let Some(named) = self
+                .type_aliases
+                .get(name)
+                .into_iter()
+                .flatten()
+                .find(|(file, named)| {
+                    self.local_types.contains(named)
+                        && from.is_none_or(|u| self.rank(u, *file).is_some())
+                })
+                .map(|(_, named)| *named)
+            else {
+                break;
+            };
+            name = named;
+        }
+        name
     }
 
     fn methods_within(
@@ -633,7 +677,7 @@ impl<'a> CrateIndex<'a> {
         }
         match ty {
             TypeRef::Named(name) if name == "Tensor" => Some(TyKind::Tensor),
-            TypeRef::Named(name) => Some(TyKind::Named(name.clone())),
+            TypeRef::Named(name) => Some(TyKind::Named(self.unaliased(name, from).to_owned())),
             TypeRef::Written(kind) => Some(kind.clone()),
             TypeRef::Field { base, field } => match self.resolve_within(base, from, depth + 1) {
                 Some(TyKind::Named(owner)) => {
@@ -820,56 +864,73 @@ impl<'a> CrateIndex<'a> {
 
     // ----- chains --------------------------------------------------------
 
-    /// Computes which functions sync once per call, directly or through calls.
+    /// Computes which functions sync when called, directly or through
+    /// calls: once per call (a read outside the function's loops) or in a
+    /// loop of their own. A read in a function's own loop is reported there
+    /// too, but a loop calling the function waits on every one of its
+    /// iterations all the same.
     pub(crate) fn summarize(&self) -> Summary {
         let mut summary = Summary::default();
-        for (file_index, file) in self.files.iter().enumerate() {
-            for site in &file.facts.sites {
-                let (Some(function), None) = (site.context.function, site.context.loop_id) else {
-                    continue;
-                };
-                let from = Some(file.unit);
-                if !self.satisfied(site.requirement.as_ref(), from) || !self.converts(site) {
-                    continue;
-                }
-                // Only parameters are left open: everything else is decided now.
-                let condition = self.settle(&site.place, file_index);
-                if condition == Place::Cpu {
-                    continue;
-                }
-                let mut steps = site.via.clone();
-                steps.push(site.hit.op.clone());
-                let chain = Chain {
-                    rule: site.hit.rule,
-                    steps,
-                    periodic: site.context.periodic.clone(),
-                    cold: site.context.cold.clone(),
-                    pattern: site.hit.pattern,
-                    message: site.hit.message.clone(),
-                    fix: site.hit.fix,
-                    condition,
-                };
-                offer(&mut summary.syncs, (file_index, function), chain);
+        // Reads outside loops first: a function keeps a few ways it syncs,
+        // and the once-per-call ones say the most.
+        let mut sites: Vec<(usize, usize, &Site)> = self
+            .files
+            .iter()
+            .enumerate()
+            .flat_map(|(file_index, file)| {
+                file.facts
+                    .sites
+                    .iter()
+                    .filter_map(move |site| Some((file_index, site.context.function?, site)))
+            })
+            .collect();
+        sites.sort_by_key(|(_, _, site)| site.context.loop_id.is_some());
+        for (file_index, function, site) in sites {
+            let from = Some(self.files[file_index].unit);
+            if !self.satisfied(site.requirement.as_ref(), from) || !self.converts(site) {
+                continue;
             }
+            // Only parameters are left open: everything else is decided now.
+            let condition = self.settle(&site.place, file_index);
+            if condition == Place::Cpu {
+                continue;
+            }
+            let mut steps = site.via.clone();
+            steps.push(site.hit.op.clone());
+            let chain = Chain {
+                rule: site.hit.rule,
+                steps,
+                periodic: site.context.periodic.clone(),
+                cold: site.context.cold.clone(),
+                pattern: site.hit.pattern,
+                message: site.hit.message.clone(),
+                fix: site.hit.fix,
+                condition,
+                looped: site
+                    .context
+                    .loop_id
+                    .map(|_| self.function((file_index, function)).display_name()),
+            };
+            offer(&mut summary.syncs, (file_index, function), chain);
         }
-        let top_level_calls: Vec<(usize, FnId, Vec<FnId>, &CallSite)> = self
+        let mut calls: Vec<(usize, FnId, Vec<FnId>, &CallSite)> = self
             .files
             .iter()
             .enumerate()
             .flat_map(|(file_index, file)| {
                 file.facts.calls.iter().map(move |call| (file_index, call))
             })
-            .filter(|(_, call)| call.context.loop_id.is_none())
             .filter_map(|(file_index, call)| {
                 let function = call.context.function?;
                 let callees = self.callees(file_index, call);
                 (!callees.is_empty()).then_some((file_index, (file_index, function), callees, call))
             })
             .collect();
+        calls.sort_by_key(|(_, _, _, call)| call.context.loop_id.is_some());
         // A function's chains only grow (up to a few), so this terminates.
         loop {
             let mut changed = false;
-            for (file, caller, callees, call) in &top_level_calls {
+            for (file, caller, callees, call) in &calls {
                 let Some(chain) = self.chain_through(&summary.syncs, *file, call, callees) else {
                     continue;
                 };
@@ -877,7 +938,20 @@ impl<'a> CrateIndex<'a> {
                 if condition == Place::Cpu {
                     continue;
                 }
-                changed |= offer(&mut summary.syncs, *caller, Chain { condition, ..chain });
+                let looped = chain.looped.clone().or_else(|| {
+                    call.context
+                        .loop_id
+                        .map(|_| self.function(*caller).display_name())
+                });
+                changed |= offer(
+                    &mut summary.syncs,
+                    *caller,
+                    Chain {
+                        condition,
+                        looped,
+                        ..chain
+                    },
+                );
             }
             if !changed {
                 break;
@@ -944,7 +1018,7 @@ impl<'a> CrateIndex<'a> {
                     !self.is_cpu(&condition, file, call.context.function)
                 })
                 .collect();
-            usable.sort_by_key(|c| (c.periodic.is_some(), c.cold.is_some()));
+            usable.sort_by_key(|c| (c.periodic.is_some(), c.cold.is_some(), c.looped.is_some()));
             let Some(chain) = usable.first() else {
                 if any {
                     continue;
@@ -952,10 +1026,11 @@ impl<'a> CrateIndex<'a> {
                 return None;
             };
             syncing += 1;
-            if chosen.as_ref().is_none_or(|(_, c)| {
-                (c.periodic.is_some(), c.cold.is_some())
-                    > (chain.periodic.is_some(), chain.cold.is_some())
-            }) {
+            let weakness = |c: &Chain| (c.periodic.is_some(), c.cold.is_some(), c.looped.is_some());
+            if chosen
+                .as_ref()
+                .is_none_or(|(_, c)| weakness(c) > weakness(chain))
+            {
                 chosen = Some((callee, (*chain).clone()));
             }
         }
@@ -1000,7 +1075,7 @@ fn offer(syncs: &mut HashMap<FnId, Vec<Chain>>, id: FnId, chain: Chain) -> bool 
     /// Ways kept per function.
     const MAX_CHAINS: usize = 4;
     let chains = syncs.entry(id).or_default();
-    let strength = |c: &Chain| (c.periodic.is_none(), c.cold.is_none());
+    let strength = |c: &Chain| (c.periodic.is_none(), c.cold.is_none(), c.looped.is_none());
     if let Some(existing) = chains.iter_mut().find(|c| c.condition == chain.condition) {
         if strength(&chain) > strength(existing) {
             *existing = chain;

@@ -317,6 +317,9 @@ pub struct FileFacts {
     pub traits: Vec<TraitFacts>,
     /// Aliases of types tch converts tensors into.
     pub aliases: Vec<AliasFacts>,
+    /// Other type aliases of a named type, as (alias, the type's last path
+    /// segment): `type SBertRT = SBert<RustTokenizers>`.
+    pub type_aliases: Vec<(String, String)>,
     /// Allow comments.
     pub(crate) suppressions: Suppressions,
     /// Parts of the file that could not be analysed: (line, message).

@@ -450,18 +450,16 @@ impl<'a> Walker<'a> {
                 self.use_tree(&u.tree, &mut prefix);
             }
             Item::Type(t) => {
-                let target = match &*t.ty {
-                    Type::Path(p) => p
-                        .path
-                        .segments
-                        .last()
-                        .and_then(|s| conversion_target(&s.ident.to_string())),
+                let named = match &*t.ty {
+                    Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
                     _ => None,
                 };
-                if target.is_some() {
+                if named.as_deref().and_then(conversion_target).is_some() {
                     self.facts.aliases.push(AliasFacts {
                         name: t.ident.to_string(),
                     });
+                } else if let Some(named) = named {
+                    self.facts.type_aliases.push((t.ident.to_string(), named));
                 }
             }
             _ => {}
@@ -791,6 +789,12 @@ impl<'a> Walker<'a> {
                 let merged = match (&declared, &value) {
                     (Val::Tensor(_), Val::Tensor(_))
                     | (Val::Tensors { .. }, Val::Tensors { .. }) => value,
+                    // A declared collection of other values
+                    // (`let v: Vec<T> = t.to_vec1()?`) is not the tensor
+                    // a method of unknown result is taken for.
+                    (Val::Deferred(TypeRef::Written(TyKind::Collection(_)), _), Val::Tensor(_)) => {
+                        declared
+                    }
                     (Val::Deferred(..), Val::Tensor(_) | Val::Deferred(..)) => value,
                     _ => declared,
                 };

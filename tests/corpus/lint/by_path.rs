@@ -10,7 +10,7 @@ mod classifier {
     fn train_step(model: &impl ModuleT, opt: &mut nn::Optimizer, xs: &Tensor, ys: &Tensor) -> f64 {
         let loss = model.forward_t(xs, true).cross_entropy_for_logits(ys);
         opt.backward_step(&loss);
-        f64::try_from(&loss).unwrap()
+        f64::try_from(&loss).unwrap() //~ warning host-sync
     }
 
     pub fn run(model: &impl ModuleT, opt: &mut nn::Optimizer, data: &[(Tensor, Tensor)]) {
@@ -27,7 +27,7 @@ mod regressor {
     fn train_step(model: &impl ModuleT, opt: &mut nn::Optimizer, xs: &Tensor, ys: &Tensor) -> f64 {
         let loss = model.forward_t(xs, true).mse_loss(ys, tch::Reduction::Mean);
         opt.backward_step(&loss);
-        loss.double_value(&[])
+        loss.double_value(&[]) //~ warning host-sync
     }
 
     pub fn run(model: &impl ModuleT, opt: &mut nn::Optimizer, data: &[(Tensor, Tensor)]) {

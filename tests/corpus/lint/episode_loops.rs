@@ -19,7 +19,7 @@ pub struct Agent {
 
 impl Agent {
     pub fn act(&self, obs: &Tensor) -> i64 {
-        self.policy.forward(obs).argmax(-1, false).int64_value(&[])
+        self.policy.forward(obs).argmax(-1, false).int64_value(&[]) //~ warning host-sync
     }
 
     pub fn value(&self, obs: &Tensor) -> Tensor {
@@ -53,7 +53,7 @@ fn play_episode<E: Env>(env: &mut E, agent: &Agent, memory: &mut Vec<(Tensor, i6
 pub fn play_then_train<E: Env>(env: &mut E, agent: &mut Agent, episodes: usize) {
     let mut memory = Vec::new();
     for episode in 0..episodes {
-        let first = play_episode(env, agent, &mut memory);
+        let first = play_episode(env, agent, &mut memory); //~ note host-sync
         println!("episode {episode} first value {}", first.double_value(&[])); //~ note host-sync
     }
     agent.train(&memory);
@@ -111,7 +111,7 @@ impl Generator {
 
 pub fn generate_all(model: &Generator, prompts: &[Tensor]) {
     for prompt in prompts {
-        let out = model.generate(prompt, 2);
+        let out = model.generate(prompt, 2); //~ note host-sync
         println!("{}", out.sum(Kind::Int64).int64_value(&[])); //~ note host-sync
     }
 }

@@ -46,6 +46,23 @@ pub fn serve(requests: Receiver<Tensor>, model: &impl Fn(&Tensor) -> Tensor) {
     }
 }
 
+/// A worker whose `loop` begins by taking the next message: one iteration
+/// per message, as `while let Ok(..) = recv()` is, and so is a function it
+/// calls.
+pub fn log_worker(messages: Receiver<Tensor>) {
+    loop {
+        let loss = match messages.recv() {
+            Ok(loss) => loss,
+            Err(_) => break,
+        };
+        log_loss(&loss); //~ note host-sync
+    }
+}
+
+fn log_loss(loss: &Tensor) {
+    println!("loss {}", f64::try_from(loss).unwrap());
+}
+
 /// `every` is an optional period: the read runs every `n` steps.
 pub fn train(batches: &[Tensor], every: Option<usize>) {
     for (step, batch) in batches.iter().enumerate() {

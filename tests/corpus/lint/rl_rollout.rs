@@ -24,7 +24,7 @@ impl Critic {
         let values = self.net.forward(observations).squeeze_dim(-1);
         let loss = (values - returns).square().mean(Kind::Float);
         self.opt.backward_step(&loss);
-        f32::try_from(&loss).unwrap()
+        f32::try_from(&loss).unwrap() //~ warning host-sync
     }
 
     /// Values on the device, no reads.

@@ -19,7 +19,7 @@ pub struct Greedy {
 
 impl Scorer for Greedy {
     fn score(&self, xs: &Tensor) -> f64 {
-        xs.apply(&self.net).max().double_value(&[])
+        xs.apply(&self.net).max().double_value(&[]) //~ warning host-sync
     }
 }
 

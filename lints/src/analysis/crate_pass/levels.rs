@@ -246,3 +246,125 @@ impl CrateIndex<'_> {
             || (sets.forward.contains(&id) && !sets.repeating.contains(&id))
     }
 }
+
+/// Where a function runs once per step: the call, in a per-step loop, that
+/// runs it (directly, or through functions it calls outside their loops).
+#[derive(Clone, Debug)]
+pub(crate) struct HotCall {
+    /// The file of the call in the loop.
+    pub file: usize,
+    /// The line of that loop.
+    pub loop_line: usize,
+    /// The function that loop calls.
+    pub callee: FnId,
+    /// The function holding the loop.
+    pub caller: FnId,
+    /// Where this function's arguments live, in the terms of that caller.
+    pub args: Vec<Place>,
+}
+
+impl CrateIndex<'_> {
+    /// Functions that run on every iteration of a per-step loop: called in
+    /// one (outside periodic guards and code outside the release hot path,
+    /// not the once-per-epoch or per-request level, and not handed each
+    /// item of a loop that runs no step), or outside the
+    /// loops of such a function. Only calls that reach one function count:
+    /// a call through a trait runs one impl of several.
+    pub(crate) fn hot_functions(&self, levels: &LoopLevels) -> HashMap<FnId, HotCall> {
+        let mut hot: HashMap<FnId, HotCall> = HashMap::new();
+        // Calls outside loops, by the function making them; resolved only
+        // once that function turns out to run per step.
+        let mut top_level_calls: HashMap<FnId, Vec<&CallSite>> = HashMap::new();
+        let mut pending: Vec<FnId> = Vec::new();
+        let args_of = |call: &CallSite| -> Vec<Place> {
+            call.args
+                .iter()
+                .map(|a| a.clone().unwrap_or_default())
+                .collect()
+        };
+        for (file, info) in self.files.iter().enumerate() {
+            for call in &info.facts.calls {
+                let (Some(function), None, None) = (
+                    call.context.function,
+                    &call.context.periodic,
+                    &call.context.cold,
+                ) else {
+                    continue;
+                };
+                let Some(loop_id) = call.context.loop_id else {
+                    top_level_calls
+                        .entry((file, function))
+                        .or_default()
+                        .push(call);
+                    continue;
+                };
+                let level = levels.get(file, loop_id);
+                // A function handed each whole item of a loop that runs no
+                // step (converting each input for another runtime) runs
+                // once per item, which is the loop's purpose.
+                if level.per_epoch.is_some() || level.request || (level.stepless && call.item) {
+                    continue;
+                }
+                let callees = self.callees(file, call);
+                let [callee] = callees.as_slice() else {
+                    continue;
+                };
+                if hot.contains_key(callee) {
+                    continue;
+                }
+                hot.insert(
+                    *callee,
+                    HotCall {
+                        file,
+                        loop_line: info.facts.loops[loop_id].line,
+                        callee: *callee,
+                        caller: (file, function),
+                        args: args_of(call),
+                    },
+                );
+                pending.push(*callee);
+            }
+        }
+        while let Some(function) = pending.pop() {
+            let origin = hot[&function].clone();
+            for call in top_level_calls.get(&function).into_iter().flatten() {
+                let callees = self.callees(function.0, call);
+                let [callee] = callees.as_slice() else {
+                    continue;
+                };
+                if !hot.contains_key(callee) {
+                    let args = args_of(call)
+                        .iter()
+                        .map(|a| substitute(a, &origin.args))
+                        .collect();
+                    hot.insert(
+                        *callee,
+                        HotCall {
+                            args,
+                            ..origin.clone()
+                        },
+                    );
+                    pending.push(*callee);
+                }
+            }
+        }
+        hot
+    }
+}
+
+impl CrateIndex<'_> {
+    /// Whether a read outside loops syncs when its function runs as the
+    /// hot call says: for the arguments that call passes, where it is made.
+    pub(crate) fn site_syncs_in(&self, file: usize, site: &Site, hot: &HotCall) -> bool {
+        let from = Some(self.files[file].unit);
+        if !self.satisfied(site.requirement.as_ref(), from) || !self.converts(site) {
+            return false;
+        }
+        let condition = self.settle(&site.place, file);
+        if condition == Place::Cpu {
+            return false;
+        }
+        let at_call = substitute(&condition, &hot.args);
+        !self.is_cpu(&at_call, hot.caller.0, Some(hot.caller.1))
+    }
+}

@@ -4,7 +4,7 @@
 use super::*;
 use syntax::{
     drives_requests, driving_tensor_iter, is_last_step, is_none_pattern, is_periodic, is_range,
-    moves_its_input,
+    moves_its_input, starts_with_request,
 };
 
 impl Walker<'_> {
@@ -106,6 +106,9 @@ impl Walker<'_> {
             Expr::Loop(l) => {
                 let saved = self.enter_loop(true, l.loop_token.span.start().line);
                 self.mark_loop(|l| l.repeats = true);
+                if starts_with_request(&l.body) {
+                    self.mark_loop(|l| l.request = true);
+                }
                 self.block(&l.body);
                 self.exit_loop(saved);
                 Val::Unknown

@@ -156,6 +156,22 @@ pub(super) fn drives_requests(expr: &Expr) -> bool {
         Expr::Try(t) => drives_requests(&t.expr),
         Expr::Paren(p) => drives_requests(&p.expr),
         Expr::Reference(r) => drives_requests(&r.expr),
+        Expr::Match(m) => drives_requests(&m.expr),
+        _ => false,
+    }
+}
+
+/// Whether a `loop` body begins by taking the next request
+/// (`let msg = match rx.recv().await { .. }`, `let job = jobs.recv()?`):
+/// the loop runs once per incoming request, like `while let Ok(msg) =
+/// rx.recv()`.
+pub(super) fn starts_with_request(body: &syn::Block) -> bool {
+    match body.stmts.first() {
+        Some(syn::Stmt::Local(local)) => local
+            .init
+            .as_ref()
+            .is_some_and(|init| drives_requests(&init.expr)),
+        Some(syn::Stmt::Expr(expr, _)) => drives_requests(expr),
         _ => false,
     }
 }
