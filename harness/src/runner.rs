@@ -365,7 +365,7 @@ fn execute(state: &CaseState, check: Check, device: DeviceSpec) -> TrialRecord {
             (Outcome::Failed, scaled(cause), json!({}))
         }
         Ok(Err(error)) => (Outcome::Failed, scaled(error.to_string()), json!({})),
-        Err(panic) => (Outcome::Failed, scaled(panic), json!({})),
+        Err(panic) => (Outcome::Failed, scaled(panic.into_cause()), json!({})),
     };
     TrialRecord {
         caveat,

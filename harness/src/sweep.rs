@@ -171,7 +171,7 @@ pub fn batch_sweep(
         let measured = crate::cause::quietly(|| {
             measure_size(case, device, &weights, multiplier, limits.time_per_size)
         });
-        let cause = match measured {
+        let failure = match measured {
             Ok(Ok(point)) => {
                 let over = limits.ceiling.filter(|c| point.peak_bytes > *c);
                 points.push(point);
@@ -181,9 +181,10 @@ pub fn batch_sweep(
                 multiplier *= 2;
                 continue;
             }
-            Ok(Err(error)) => error.to_string(),
-            Err(panic) => panic,
+            Ok(Err(error)) => error,
+            Err(panic) => TrialError::from(panic),
         };
+        let cause = failure.to_string();
         // Release what the failed size left in the caching allocator.
         let _ = device.synchronize();
         let _ = device.empty_cache();
@@ -206,7 +207,7 @@ pub fn batch_sweep(
             step_failed = true;
             break format!("the step does not accept batch {size}{at}: {cause}");
         }
-        return Err(TrialError::Case(cause));
+        return Err(failure);
     };
     Ok(BatchSweep {
         case: case.name().to_owned(),

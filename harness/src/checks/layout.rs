@@ -255,14 +255,10 @@ fn relaid_run(
     device: DeviceSpec,
     weights: &Named,
 ) -> Result<(Trajectory, Relaid, BTreeMap<String, String>), TrialError> {
-    let attempt = |relaid: &Relaid| -> Result<Trajectory, String> {
-        match crate::cause::quietly(|| {
+    let attempt = |relaid: &Relaid| -> Result<Trajectory, TrialError> {
+        crate::cause::quietly(|| {
             tolerance::trajectory_in(case, device, case.kind(), weights, Some(relaid))
-        }) {
-            Ok(Ok(run)) => Ok(run),
-            Ok(Err(error)) => Err(error.to_string()),
-            Err(panic) => Err(panic),
-        }
+        })?
     };
     let mut plan = Relaid {
         parameters: true,
@@ -290,7 +286,7 @@ fn relaid_run(
             only: Some(name.clone()),
         };
         if let Err(error) = attempt(&alone) {
-            refused.insert(name.clone(), error);
+            refused.insert(name.clone(), error.to_string());
         }
     }
     plan.keep = refused.keys().cloned().collect();
@@ -300,14 +296,10 @@ fn relaid_run(
             plan.parameters = false;
             match attempt(&plan) {
                 Ok(run) => {
-                    refused.insert("4-D parameters".into(), first_error);
+                    refused.insert("4-D parameters".into(), first_error.to_string());
                     run
                 }
-                Err(error) => {
-                    return Err(TrialError::Case(format!(
-                        "with its inputs in other memory layouts the step fails: {error}"
-                    )))
-                }
+                Err(error) => return Err(TrialError::Relaid(Box::new(error))),
             }
         }
     };
@@ -375,7 +367,10 @@ fn judge(
                     ..crate::compare::tolerance_for_pair(other.kind(), plain.kind())
                 };
                 Ok(crate::compare::compare(&other, plain, tolerance)
-                    .map_err(|e| TrialError::Case(format!("comparing `{name}`: {e}")))?
+                    .map_err(|error| TrialError::Compare {
+                        name: name.to_string(),
+                        error,
+                    })?
                     .passed)
             };
             let passed = if contiguous_rmse.is_finite() {
