@@ -332,6 +332,11 @@ pub fn epoch_table(sweep: &EpochSweep) -> String {
 
 type PlotResult = Result<(), Box<dyn std::error::Error>>;
 
+/// A plot plotters could not draw.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot draw the plot: {0}")]
+pub struct PlotError(String);
+
 /// An axis label without needless decimals (`20000`, `2.5`, `0.12`).
 fn number_label(value: &f64) -> String {
     let magnitude = value.abs();
@@ -354,7 +359,7 @@ fn axis_max(values: impl Iterator<Item = f64>) -> f64 {
 }
 
 /// Throughput and peak memory against batch size, side by side, as SVG.
-pub fn batch_svg(sweep: &BatchSweep) -> Result<String, String> {
+pub fn batch_svg(sweep: &BatchSweep) -> Result<String, PlotError> {
     let mut svg = String::new();
     let mut draw = || -> PlotResult {
         let root = SVGBackend::with_string(&mut svg, (1000, 420)).into_drawing_area();
@@ -410,12 +415,12 @@ pub fn batch_svg(sweep: &BatchSweep) -> Result<String, String> {
         root.present()?;
         Ok(())
     };
-    draw().map_err(|e| format!("cannot draw the plot: {e}"))?;
+    draw().map_err(|e| PlotError(e.to_string()))?;
     Ok(svg)
 }
 
 /// Live and peak memory against epoch, as SVG.
-pub fn epoch_svg(sweep: &EpochSweep) -> Result<String, String> {
+pub fn epoch_svg(sweep: &EpochSweep) -> Result<String, PlotError> {
     let mut svg = String::new();
     let mut draw = || -> PlotResult {
         let root = SVGBackend::with_string(&mut svg, (800, 420)).into_drawing_area();
@@ -466,7 +471,7 @@ pub fn epoch_svg(sweep: &EpochSweep) -> Result<String, String> {
         root.present()?;
         Ok(())
     };
-    draw().map_err(|e| format!("cannot draw the plot: {e}"))?;
+    draw().map_err(|e| PlotError(e.to_string()))?;
     Ok(svg)
 }
 
