@@ -31,6 +31,7 @@ use std::process::{Command, ExitCode, Stdio};
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use devcheck_report::device_matrix::DeviceMatrix;
+use devcheck_report::exit;
 use devcheck_report::merge::{join, merge as merge_inputs, Input};
 use devcheck_report::report::{self, Report};
 use devcheck_report::summary;
@@ -54,14 +55,18 @@ where
         Ok(cli) => cli,
         Err(error) => {
             let _ = error.print();
-            return ExitCode::from(if error.use_stderr() { 2 } else { 0 });
+            return ExitCode::from(if error.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::SUCCESS
+            });
         }
     };
     match run(cli) {
         Ok(code) => code,
         Err(error) => {
             eprintln!("error: {error:#}");
-            ExitCode::from(2)
+            ExitCode::from(exit::USAGE)
         }
     }
 }
@@ -255,7 +260,7 @@ pub fn review(project: &Project, decision: Option<Decision>) -> Result<ExitCode>
                 ": run `cargo devcheck review` on a terminal, or pass --accept or --reject"
             }
         );
-        return Ok(ExitCode::from(1));
+        return Ok(ExitCode::from(exit::FAILURE));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -399,7 +404,7 @@ pub fn run_targets(built: &[Built], run: &Run) -> Result<ExitCode> {
     let joined = join(&inputs)?;
     if let Some(filter) = run.filter.as_ref().filter(|_| joined.trials.is_empty()) {
         eprintln!("error: `{filter}` matches no trial of any devcheck target");
-        return Ok(ExitCode::from(2));
+        return Ok(ExitCode::from(exit::USAGE));
     }
     write_report(&report_path, &joined)?;
     if several {
@@ -456,7 +461,7 @@ pub fn sweep(project: &Project, torch: &Libtorch, args: &SweepArgs) -> Result<Ex
             args.case,
             known.join(", ")
         );
-        return Ok(ExitCode::from(2));
+        return Ok(ExitCode::from(exit::USAGE));
     };
     let out = match &args.out {
         Some(out) => std::path::absolute(out)?,
@@ -503,14 +508,14 @@ pub fn merge(args: &MergeArgs) -> Result<ExitCode> {
         Ok(inputs) => inputs,
         Err(error) => {
             eprintln!("error: {error:#}");
-            return Ok(ExitCode::from(2));
+            return Ok(ExitCode::from(exit::USAGE));
         }
     };
     let merged = match merge_inputs(&inputs) {
         Ok(merged) => merged,
         Err(error) => {
             eprintln!("error: {error}");
-            return Ok(ExitCode::from(2));
+            return Ok(ExitCode::from(exit::USAGE));
         }
     };
     for warning in &merged.warnings {
@@ -584,7 +589,7 @@ pub fn status(command: &mut Command) -> Result<ExitCode> {
         .with_context(|| format!("failed to start {:?}", command.get_program()))?;
     Ok(match status.code() {
         Some(0) => ExitCode::SUCCESS,
-        Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(exit::FAILURE)),
         None => ExitCode::FAILURE,
     })
 }

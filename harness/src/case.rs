@@ -137,7 +137,7 @@ impl Default for MemoryLimits {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
     /// Fails one named check.
-    Check(crate::Check),
+    Check(crate::checks::Check),
     /// Fails every trial of the case (a panic or a libtorch error in the step).
     Crash,
 }

@@ -113,17 +113,32 @@ fn user_call_site() -> Option<String> {
     crate::observer::sites::call_site(&addresses).located()
 }
 
+/// A panic that [`quietly`] caught: its one-line cause, named at the user's
+/// line where one was found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Panic(String);
+
+impl Panic {
+    /// The one-line cause.
+    pub fn into_cause(self) -> String {
+        self.0
+    }
+}
+
 /// Runs `body`, turning a panic into `Err(one line)` without printing it.
-pub fn quietly<T>(body: impl FnOnce() -> T) -> Result<T, String> {
+pub fn quietly<T>(body: impl FnOnce() -> T) -> Result<T, Panic> {
     install_hook();
     // Nested calls (a reference run inside a trial) leave the outer one quiet.
     let outer = QUIET.with(|q| q.replace(true));
     let result = panic::catch_unwind(panic::AssertUnwindSafe(body));
     QUIET.with(|q| *q.borrow_mut() = outer);
     result.map_err(|_| {
-        LAST_PANIC
-            .with(|p| p.borrow_mut().take())
-            .unwrap_or_else(|| "panicked".to_owned())
+        Panic(
+            LAST_PANIC
+                .with(|p| p.borrow_mut().take())
+                .unwrap_or_else(|| "panicked".to_owned()),
+        )
     })
 }
 
@@ -162,7 +177,9 @@ mod tests {
 
     #[test]
     fn a_panic_becomes_one_line_with_its_location() {
-        let error = quietly(|| panic!("model diverged")).unwrap_err();
+        let error = quietly(|| panic!("model diverged"))
+            .unwrap_err()
+            .into_cause();
         assert!(
             error.starts_with("panicked at harness/src/cause.rs:"),
             "{error}"
@@ -176,7 +193,8 @@ mod tests {
             let a = tch::Tensor::zeros([2, 3], (tch::Kind::Float, tch::Device::Cpu));
             let _ = a.matmul(&a);
         })
-        .unwrap_err();
+        .unwrap_err()
+        .into_cause();
         assert!(error.contains("libtorch error: "), "{error}");
         assert!(error.contains("cannot be multiplied"), "{error}");
         assert!(!error.contains("frame #"), "{error}");
@@ -187,10 +205,10 @@ mod tests {
     fn a_quiet_run_inside_another_leaves_the_outer_one_quiet() {
         let inner = quietly(|| {
             let nested = quietly(|| panic!("inner"));
-            assert!(nested.unwrap_err().ends_with(": inner"));
+            assert!(nested.unwrap_err().into_cause().ends_with(": inner"));
             panic!("outer")
         });
-        assert!(inner.unwrap_err().ends_with(": outer"));
+        assert!(inner.unwrap_err().into_cause().ends_with(": outer"));
         assert!(!QUIET.with(|q| *q.borrow()));
     }
 

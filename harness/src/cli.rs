@@ -1,6 +1,5 @@
 //! A devcheck test binary's command line: one binary does every runtime job
-//! on the cases it was given. With no verb it is the matrix (libtest's
-//! interface plus devcheck's options, see [`crate::runner`]); with a verb:
+//! on the cases it was given. A verb is the first argument:
 //!
 //! - `sweep --case NAME [--device D] [--epochs N] …`: how far a case scales;
 //! - `doctor [--json]`: what this machine's libtorch can run;
@@ -8,8 +7,8 @@
 //! - `observer-cost [--device D] [--ms N] …`: the op observer's cost on the cases;
 //! - `cases`: the case names, one per line.
 //!
-//! The matrix also takes `--summary markdown`: the report's summary on stdout,
-//! everything else on stderr.
+//! Without one it is the matrix: libtest's interface plus devcheck's options,
+//! one clap definition ([`Options`]), so that either comes in any position.
 //!
 //! `cargo devcheck` runs a user's test binaries through these verbs, and the
 //! built-in cases' binary (`devcheck-matrix`) is one more user of them.
@@ -19,16 +18,18 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
+use devcheck_report::exit;
+use devcheck_report::sweep_options::SweepOptions;
 
 use crate::case::Case;
-use crate::device::{self, DeviceSpec};
+use crate::device::{self, DeviceSpec, UnknownDevice};
 use crate::environment::{Environment, Severity};
-use crate::sweep::{self, SweepLimits};
+use crate::error::TrialError;
+use crate::runner::Options;
+use crate::shim::ShimError;
+use crate::sweep::{self, PlotError, SweepLimits};
 
-/// The verbs a test binary answers besides the matrix.
-pub const VERBS: [&str; 5] = ["sweep", "doctor", "compare", "observer-cost", "cases"];
-
-/// Runs what the command line asks of `cases`: the matrix, or one of [`VERBS`].
+/// Runs what the command line asks of `cases`: the matrix, or one of the verbs.
 pub fn main(cases: Vec<Case>) -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let program = std::env::args()
@@ -54,115 +55,10 @@ pub fn main(cases: Vec<Case>) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        _ => matrix(cases, args),
-    }
-}
-
-/// The matrix, with `--summary FORMAT` handled here: the runner's output goes
-/// to stderr and the summary of its report to stdout.
-fn matrix(cases: Vec<Case>, args: Vec<String>) -> ExitCode {
-    let (format, args) = match take_summary(args) {
-        Ok(split) => split,
-        Err(message) => {
-            eprintln!("error: {message}");
-            return ExitCode::from(2);
-        }
-    };
-    let Some(format) = format else {
-        return crate::runner::run_args(cases, &args);
-    };
-    let (mut options, rest) = match crate::runner::parse_or_explain(&args) {
-        Ok(parsed) => parsed,
-        Err(code) => return code,
-    };
-    // Without --report, the summary reads a report of its own.
-    let scratch;
-    let report = match &options.report {
-        Some(path) => path.clone(),
-        None => {
-            scratch = match tempfile::Builder::new().suffix(".json").tempfile() {
-                Ok(file) => file.into_temp_path(),
-                Err(error) => {
-                    eprintln!("error: cannot make a report file for the summary: {error}");
-                    return ExitCode::from(2);
-                }
-            };
-            let _ = std::fs::remove_file(&scratch);
-            options.report = Some(scratch.to_path_buf());
-            scratch.to_path_buf()
-        }
-    };
-    let code = {
-        let _stdout = StdoutToStderr::new();
-        crate::runner::run_with(cases, options, rest)
-    };
-    match devcheck_report::report::load(&report) {
-        Ok(loaded) => print!("{}", devcheck_report::summary::render(format, &loaded)),
-        Err(error) => {
-            eprintln!("error: no summary: {error}");
-            print!("{}", devcheck_report::summary::no_report(format, &report));
-        }
-    }
-    code
-}
-
-/// Splits `--summary FORMAT` (or `--summary=FORMAT`) from the arguments.
-fn take_summary(
-    args: Vec<String>,
-) -> Result<(Option<devcheck_report::summary::SummaryFormat>, Vec<String>), String> {
-    let mut format = None;
-    let mut rest = Vec::with_capacity(args.len());
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        let value = if arg == "--summary" {
-            Some(args.next().ok_or("`--summary` takes a format: markdown")?)
-        } else {
-            arg.strip_prefix("--summary=").map(str::to_owned)
-        };
-        match value {
-            Some(value) => format = Some(value.parse()?),
-            None => rest.push(arg),
-        }
-    }
-    Ok((format, rest))
-}
-
-/// While alive, what is written to stdout goes to stderr (file descriptor 1
-/// points at 2), so that stdout carries only the summary.
-struct StdoutToStderr {
-    #[cfg(unix)]
-    saved: Option<std::os::fd::OwnedFd>,
-}
-
-impl StdoutToStderr {
-    fn new() -> Self {
-        use std::io::Write as _;
-        let _ = std::io::stdout().flush();
-        #[cfg(unix)]
-        {
-            use std::os::fd::{AsFd, AsRawFd};
-            let saved = std::io::stdout().as_fd().try_clone_to_owned().ok();
-            // SAFETY: dup2 on two open descriptors of this process.
-            if saved.is_some() && unsafe { libc::dup2(std::io::stderr().as_raw_fd(), 1) } < 0 {
-                return Self { saved: None };
-            }
-            Self { saved }
-        }
-        #[cfg(not(unix))]
-        Self {}
-    }
-}
-
-impl Drop for StdoutToStderr {
-    fn drop(&mut self) {
-        use std::io::Write as _;
-        let _ = std::io::stdout().flush();
-        #[cfg(unix)]
-        if let Some(saved) = self.saved.take() {
-            use std::os::fd::AsRawFd;
-            // SAFETY: as in `new`.
-            unsafe { libc::dup2(saved.as_raw_fd(), 1) };
-        }
+        _ => match Options::parse(&args) {
+            Ok(options) => crate::runner::run_with(cases, options),
+            Err(error) => error.print(),
+        },
     }
 }
 
@@ -172,24 +68,87 @@ fn with_name(program: &str, verb: &str, args: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// Why a verb could not do what was asked (exit code 2).
+#[derive(Debug, thiserror::Error)]
+enum VerbError {
+    /// libtorch could not be loaded or asked.
+    #[error("libtorch is not usable: {0}")]
+    Libtorch(ShimError),
+    /// The devices could not be discovered.
+    #[error("{0}")]
+    Discovery(ShimError),
+    /// Doctor could not collect the environment.
+    #[error("could not inspect libtorch: {0}")]
+    Inspect(ShimError),
+    /// A device name that names no device.
+    #[error(transparent)]
+    UnknownDevice(#[from] UnknownDevice),
+    /// A device this machine has, but cannot run.
+    #[error("{device} cannot run here: {reason}")]
+    CannotRun { device: DeviceSpec, reason: String },
+    /// A device this machine does not have.
+    #[error("{0}: no such device on this machine")]
+    NoSuchDevice(DeviceSpec),
+    /// A case name that names no case.
+    #[error("no case named `{name}`; cases: {}", .cases.join(", "))]
+    NoSuchCase { name: String, cases: Vec<String> },
+    /// A sweep's limits out of range.
+    #[error("{0}")]
+    Limits(&'static str),
+    /// The sweep or the cost measurement itself.
+    #[error("{0}")]
+    Trial(#[from] TrialError),
+    /// The observer's cost on one case and device.
+    #[error("{case} on {device}: {error}")]
+    Cost {
+        case: String,
+        device: DeviceSpec,
+        error: Box<TrialError>,
+    },
+    /// The sweep's plot.
+    #[error(transparent)]
+    Plot(#[from] PlotError),
+    /// Figures that would not serialize.
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    /// A result file that could not be written.
+    #[error("cannot write {}: {source}", .path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
 /// Runs a verb, or prints clap's help or usage error (exit 0 or 2).
 fn verb<A>(
     parsed: Result<A, clap::Error>,
-    run: impl FnOnce(A) -> Result<ExitCode, String>,
+    run: impl FnOnce(A) -> Result<ExitCode, VerbError>,
 ) -> ExitCode {
     match parsed {
         Ok(args) => match run(args) {
             Ok(code) => code,
-            Err(message) => {
-                eprintln!("error: {message}");
-                ExitCode::from(2)
+            Err(error) => {
+                eprintln!("error: {error}");
+                ExitCode::from(exit::USAGE)
             }
         },
         Err(error) => {
             let _ = error.print();
-            ExitCode::from(if error.use_stderr() { 2 } else { 0 })
+            ExitCode::from(if error.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::SUCCESS
+            })
         }
     }
+}
+
+/// Writes a result file whole or not at all.
+fn write(path: &std::path::Path, bytes: &[u8]) -> Result<(), VerbError> {
+    crate::files::write_atomically(path, bytes).map_err(|source| VerbError::Write {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 /// Sweep a case's batch size (or its epochs) on one device.
@@ -215,16 +174,19 @@ struct SweepArgs {
 
 /// The first accelerator this machine can run, else the CPU; or the device
 /// asked for, which must be able to run here.
-fn chosen_device(asked: Option<DeviceSpec>) -> Result<DeviceSpec, String> {
-    crate::init().map_err(|e| format!("libtorch is not usable: {e}"))?;
-    let slots = device::discover().map_err(|e| e.to_string())?;
+fn chosen_device(asked: Option<DeviceSpec>) -> Result<DeviceSpec, VerbError> {
+    crate::init().map_err(VerbError::Libtorch)?;
+    let slots = device::discover().map_err(VerbError::Discovery)?;
     match asked {
         Some(device) => match slots.iter().find(|s| s.device == device) {
             Some(slot) => match &slot.unavailable {
-                Some(reason) => Err(format!("{device} cannot run here: {reason}")),
+                Some(reason) => Err(VerbError::CannotRun {
+                    device,
+                    reason: reason.clone(),
+                }),
                 None => Ok(device),
             },
-            None => Err(format!("{device}: no such device on this machine")),
+            None => Err(VerbError::NoSuchDevice(device)),
         },
         None => Ok(slots
             .iter()
@@ -235,7 +197,7 @@ fn chosen_device(asked: Option<DeviceSpec>) -> Result<DeviceSpec, String> {
     }
 }
 
-fn sweep_verb(cases: &[Case], args: SweepArgs) -> Result<ExitCode, String> {
+fn sweep_verb(cases: &[Case], args: SweepArgs) -> Result<ExitCode, VerbError> {
     if args.list {
         for case in cases.iter().filter(|c| c.fault().is_none()) {
             println!("{}", case.name());
@@ -243,51 +205,92 @@ fn sweep_verb(cases: &[Case], args: SweepArgs) -> Result<ExitCode, String> {
         return Ok(ExitCode::SUCCESS);
     }
     let options = args.options;
-    let max_batch_multiplier = options.max_batch_multiplier.unwrap_or(4096);
+    let max_batch_multiplier = options
+        .max_batch_multiplier
+        .unwrap_or(DEFAULT_MAX_BATCH_MULTIPLIER);
     let batch_multiplier = options.batch_multiplier.unwrap_or(1);
-    let timing_ms = options.timing_ms.unwrap_or(500);
+    let timing_ms = options.timing_ms.unwrap_or(DEFAULT_TIMING_MS);
     let asked = options
         .device
         .as_deref()
         .map(str::parse::<DeviceSpec>)
-        .transpose()
-        .map_err(|e| e.to_string())?;
+        .transpose()?;
     let name = args.case.as_deref().unwrap_or_default();
     let case = cases
         .iter()
         .find(|c| c.name() == name)
-        .ok_or_else(|| {
-            let names: Vec<&str> = cases
+        .ok_or_else(|| VerbError::NoSuchCase {
+            name: name.to_owned(),
+            cases: cases
                 .iter()
                 .filter(|c| c.fault().is_none())
-                .map(Case::name)
-                .collect();
-            format!("no case named `{name}`; cases: {}", names.join(", "))
+                .map(|c| c.name().to_owned())
+                .collect(),
         })?
         .clone();
     if max_batch_multiplier < 1 || batch_multiplier < 1 {
-        return Err("batch multipliers must be at least 1".to_owned());
+        return Err(VerbError::Limits("batch multipliers must be at least 1"));
     }
     if timing_ms == 0 || options.epochs == Some(0) || options.steps_per_epoch == Some(0) {
-        return Err("--timing-ms, --epochs and --steps-per-epoch must be at least 1".to_owned());
+        return Err(VerbError::Limits(
+            "--timing-ms, --epochs and --steps-per-epoch must be at least 1",
+        ));
     }
     let device = chosen_device(asked)?;
     let stem = format!("{}-{}", case.name(), device.to_string().replace(':', "-"));
-    let (table, json, svg, kind, broke) = match options.epochs {
+    let Swept {
+        table,
+        json,
+        svg,
+        kind,
+        broke,
+    } = sweep_on(case, device, &options)?;
+    print!("{table}");
+    let json_path = args.out.join(format!("{stem}-{kind}.json"));
+    let svg_path = args.out.join(format!("{stem}-{kind}.svg"));
+    let text = serde_json::to_string_pretty(&json)? + "\n";
+    write(&json_path, text.as_bytes())?;
+    write(&svg_path, svg.as_bytes())?;
+    eprintln!("wrote {} and {}", json_path.display(), svg_path.display());
+    if let Some(stopped) = broke {
+        eprintln!("error: the sweep of `{name}` on {device} could not grow the batch: {stopped}");
+        return Ok(ExitCode::from(exit::FAILURE));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The largest batch multiplier a sweep tries, unless told.
+const DEFAULT_MAX_BATCH_MULTIPLIER: i64 = 4096;
+
+/// Milliseconds of measuring per batch size, unless told.
+const DEFAULT_TIMING_MS: u64 = 500;
+
+/// What a sweep made: its table, figures and plot, its kind (`batch` or
+/// `epochs`), and why the batch could not grow if the step broke.
+struct Swept {
+    table: String,
+    json: serde_json::Value,
+    svg: String,
+    kind: &'static str,
+    broke: Option<String>,
+}
+
+/// Sweeps `case`'s batch size on `device`, or its memory over epochs.
+fn sweep_on(case: Case, device: DeviceSpec, options: &SweepOptions) -> Result<Swept, VerbError> {
+    match options.epochs {
         Some(epochs) => {
-            let case = case.batch_multiplier(batch_multiplier);
+            let case = case.batch_multiplier(options.batch_multiplier.unwrap_or(1));
             let steps = options
                 .steps_per_epoch
                 .unwrap_or(case.memory_limits().steps_per_epoch);
-            let result =
-                sweep::epoch_sweep(&case, device, epochs, steps).map_err(|e| e.to_string())?;
-            (
-                sweep::epoch_table(&result),
-                sweep::epoch_json(&result),
-                sweep::epoch_svg(&result)?,
-                "epochs",
-                None,
-            )
+            let result = sweep::epoch_sweep(&case, device, epochs, steps)?;
+            Ok(Swept {
+                table: sweep::epoch_table(&result),
+                json: sweep::epoch_json(&result),
+                svg: sweep::epoch_svg(&result)?,
+                kind: "epochs",
+                broke: None,
+            })
         }
         None => {
             let ceiling = options
@@ -296,33 +299,23 @@ fn sweep_verb(cases: &[Case], args: SweepArgs) -> Result<ExitCode, String> {
                 .map(|mb| mb << 20);
             let limits = SweepLimits {
                 ceiling,
-                max_multiplier: max_batch_multiplier,
-                time_per_size: Duration::from_millis(timing_ms),
+                max_multiplier: options
+                    .max_batch_multiplier
+                    .unwrap_or(DEFAULT_MAX_BATCH_MULTIPLIER),
+                time_per_size: Duration::from_millis(
+                    options.timing_ms.unwrap_or(DEFAULT_TIMING_MS),
+                ),
             };
-            let result = sweep::batch_sweep(&case, device, limits).map_err(|e| e.to_string())?;
-            (
-                sweep::batch_table(&result),
-                sweep::batch_json(&result),
-                sweep::batch_svg(&result)?,
-                "batch",
-                result.step_failed.then(|| result.stopped.clone()),
-            )
+            let result = sweep::batch_sweep(&case, device, limits)?;
+            Ok(Swept {
+                table: sweep::batch_table(&result),
+                json: sweep::batch_json(&result),
+                svg: sweep::batch_svg(&result)?,
+                kind: "batch",
+                broke: result.step_failed.then(|| result.stopped.clone()),
+            })
         }
-    };
-    print!("{table}");
-    let json_path = args.out.join(format!("{stem}-{kind}.json"));
-    let svg_path = args.out.join(format!("{stem}-{kind}.svg"));
-    let text = serde_json::to_string_pretty(&json).map_err(|e| e.to_string())? + "\n";
-    crate::files::write_atomically(&json_path, text.as_bytes())
-        .map_err(|e| format!("{}: {e}", json_path.display()))?;
-    crate::files::write_atomically(&svg_path, svg.as_bytes())
-        .map_err(|e| format!("{}: {e}", svg_path.display()))?;
-    eprintln!("wrote {} and {}", json_path.display(), svg_path.display());
-    if let Some(stopped) = broke {
-        eprintln!("error: the sweep of `{name}` on {device} could not grow the batch: {stopped}");
-        return Ok(ExitCode::from(1));
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// What this libtorch can run on, and what to fix.
@@ -333,13 +326,10 @@ struct DoctorArgs {
     json: bool,
 }
 
-fn doctor_verb(args: DoctorArgs) -> Result<ExitCode, String> {
-    let env = Environment::collect().map_err(|e| format!("could not inspect libtorch: {e}"))?;
+fn doctor_verb(args: DoctorArgs) -> Result<ExitCode, VerbError> {
+    let env = Environment::collect().map_err(VerbError::Inspect)?;
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&env).map_err(|e| e.to_string())?
-        );
+        println!("{}", serde_json::to_string_pretty(&env)?);
     } else {
         print!("{}", env.render());
     }
@@ -368,11 +358,11 @@ struct CostArgs {
     json: Option<PathBuf>,
 }
 
-fn cost_verb(cases: &[Case], args: CostArgs) -> Result<ExitCode, String> {
-    crate::init().map_err(|e| format!("libtorch is not usable: {e}"))?;
+fn cost_verb(cases: &[Case], args: CostArgs) -> Result<ExitCode, VerbError> {
+    crate::init().map_err(VerbError::Libtorch)?;
     let devices: Vec<DeviceSpec> = if args.devices.is_empty() {
         device::discover()
-            .map_err(|e| e.to_string())?
+            .map_err(VerbError::Discovery)?
             .into_iter()
             .filter(|slot| slot.unavailable.is_none())
             .map(|slot| slot.device)
@@ -389,15 +379,18 @@ fn cost_verb(cases: &[Case], args: CostArgs) -> Result<ExitCode, String> {
             let case = case.clone().batch_multiplier(args.batch_multiplier);
             let measured =
                 crate::observer::cost::measure(&case, device, Duration::from_millis(args.ms))
-                    .map_err(|e| format!("{} on {device}: {e}", case.name()))?;
+                    .map_err(|error| VerbError::Cost {
+                        case: case.name().to_owned(),
+                        device,
+                        error: Box::new(error),
+                    })?;
             costs.push(measured);
         }
     }
     print!("{}", crate::observer::cost::table(&costs));
     if let Some(path) = args.json {
-        let text = serde_json::to_string_pretty(&costs).map_err(|e| e.to_string())?;
-        crate::files::write_atomically(&path, text.as_bytes())
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let text = serde_json::to_string_pretty(&costs)?;
+        write(&path, text.as_bytes())?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -4,45 +4,56 @@
 //! really run where I think, agree with the CPU, get timed honestly, avoid hidden
 //! host syncs and operator fallbacks, and keep its memory flat? The facilities tch
 //! lacks (device synchronize, allocator statistics, device events, CUDA
-//! sync-debug mode, warning capture, the op observer) come from a small C++ shim
-//! in [`shim`]; [`observer`] watches every op a step runs, on every device.
+//! sync-debug mode, warning capture, the op observer) come from a small C++ shim;
+//! the op observer watches every op a step runs, on every device.
+//!
+//! A test target needs [`run`] and what a case is made of: [`Case`], [`Batch`],
+//! [`Model`], [`StepOutput`] (with [`Tolerance`] and [`MemoryLimits`] for its
+//! settings). The documented extension points are [`readbacks`] (reads marked
+//! as intended), [`optim`] (optimizers whose state devcheck can inspect),
+//! [`init`], and [`run_with`] with [`Options`] for a harness that sets options
+//! in code. Everything else is the harness's own.
 
-pub mod case;
+mod case;
+#[doc(hidden)] // the built-in cases, for this repository's devcheck-matrix binary
 pub mod cases;
 mod cause;
-pub mod checks;
-pub mod cli;
-pub mod compare;
-pub mod device;
-pub mod dump;
-pub mod environment;
+mod checks;
+mod cli;
+mod compare;
+mod device;
+mod dump;
+mod environment;
 mod error;
-pub mod observer;
+mod observer;
 pub mod optim;
 pub mod readbacks;
-pub mod report;
-pub mod runner;
-pub mod shim;
-pub mod sweep;
+mod report;
+mod runner;
+mod shim;
+mod sweep;
 mod trainer;
-pub mod version;
+mod version;
 
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-pub use case::{Batch, Case, Fault, MemoryLimits, Model, StepOutput};
-pub use checks::{Check, Verdict};
+#[doc(hidden)] // a planted fault's kind, for the built-in cases
+pub use case::Fault;
+pub use case::{Batch, Case, MemoryLimits, Model, Named, StepOutput};
+pub use checks::timing::TimingBudget;
+pub use compare::Tolerance;
 /// Result files written whole or not at all (shared with the tools that read them).
 pub use devcheck_report::files;
-pub use device::{DeviceSlot, DeviceSpec, UnknownDevice};
-pub use environment::Environment;
-pub use error::TrialError;
-pub use runner::{run_with, Options};
-pub use shim::{Backend, CudaLibrary, ShimError};
+/// The formats of `--summary` ([`Options::summary`]).
+pub use devcheck_report::summary::SummaryFormat;
+pub use device::{DeviceSpec, UnknownDevice};
+pub use runner::{run_with, NoTests, Options, OptionsError};
+pub use shim::{CudaLibrary, ShimError};
 
 /// Runs `cases` as the test binary's command line asks: the matrix (libtest's
-/// interface and devcheck's options, see [`runner`]), or one of the verbs of
-/// [`cli`] (`sweep`, `doctor`, `compare`, `observer-cost`, `cases`). Call it
-/// from `main` of a `harness = false` test target.
+/// interface and devcheck's options, see [`Options`]), or one of its verbs
+/// (`sweep`, `doctor`, `compare`, `observer-cost`, `cases`). Call it from
+/// `main` of a `harness = false` test target.
 pub fn run(cases: Vec<Case>) -> std::process::ExitCode {
     cli::main(cases)
 }

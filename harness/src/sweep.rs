@@ -171,7 +171,7 @@ pub fn batch_sweep(
         let measured = crate::cause::quietly(|| {
             measure_size(case, device, &weights, multiplier, limits.time_per_size)
         });
-        let cause = match measured {
+        let failure = match measured {
             Ok(Ok(point)) => {
                 let over = limits.ceiling.filter(|c| point.peak_bytes > *c);
                 points.push(point);
@@ -181,9 +181,10 @@ pub fn batch_sweep(
                 multiplier *= 2;
                 continue;
             }
-            Ok(Err(error)) => error.to_string(),
-            Err(panic) => panic,
+            Ok(Err(error)) => error,
+            Err(panic) => TrialError::from(panic),
         };
+        let cause = failure.to_string();
         // Release what the failed size left in the caching allocator.
         let _ = device.synchronize();
         let _ = device.empty_cache();
@@ -206,7 +207,7 @@ pub fn batch_sweep(
             step_failed = true;
             break format!("the step does not accept batch {size}{at}: {cause}");
         }
-        return Err(TrialError::Case(cause));
+        return Err(failure);
     };
     Ok(BatchSweep {
         case: case.name().to_owned(),
@@ -331,6 +332,11 @@ pub fn epoch_table(sweep: &EpochSweep) -> String {
 
 type PlotResult = Result<(), Box<dyn std::error::Error>>;
 
+/// A plot plotters could not draw.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot draw the plot: {0}")]
+pub struct PlotError(String);
+
 /// An axis label without needless decimals (`20000`, `2.5`, `0.12`).
 fn number_label(value: &f64) -> String {
     let magnitude = value.abs();
@@ -353,7 +359,7 @@ fn axis_max(values: impl Iterator<Item = f64>) -> f64 {
 }
 
 /// Throughput and peak memory against batch size, side by side, as SVG.
-pub fn batch_svg(sweep: &BatchSweep) -> Result<String, String> {
+pub fn batch_svg(sweep: &BatchSweep) -> Result<String, PlotError> {
     let mut svg = String::new();
     let mut draw = || -> PlotResult {
         let root = SVGBackend::with_string(&mut svg, (1000, 420)).into_drawing_area();
@@ -409,12 +415,12 @@ pub fn batch_svg(sweep: &BatchSweep) -> Result<String, String> {
         root.present()?;
         Ok(())
     };
-    draw().map_err(|e| format!("cannot draw the plot: {e}"))?;
+    draw().map_err(|e| PlotError(e.to_string()))?;
     Ok(svg)
 }
 
 /// Live and peak memory against epoch, as SVG.
-pub fn epoch_svg(sweep: &EpochSweep) -> Result<String, String> {
+pub fn epoch_svg(sweep: &EpochSweep) -> Result<String, PlotError> {
     let mut svg = String::new();
     let mut draw = || -> PlotResult {
         let root = SVGBackend::with_string(&mut svg, (800, 420)).into_drawing_area();
@@ -465,7 +471,7 @@ pub fn epoch_svg(sweep: &EpochSweep) -> Result<String, String> {
         root.present()?;
         Ok(())
     };
-    draw().map_err(|e| format!("cannot draw the plot: {e}"))?;
+    draw().map_err(|e| PlotError(e.to_string()))?;
     Ok(svg)
 }
 

@@ -8,8 +8,6 @@ use devcheck_report::dtype::Float8Format;
 use devcheck_report::dtype::{DType, ScalarType};
 use tch::Kind;
 
-pub use crate::environment::{EXPECTED_LIBTORCH as LIBTORCH_SERIES, TCH_VERSION as TCH_SERIES};
-
 /// Whether the shim can read the CUDA caching allocator's statistics (libtorch
 /// 2.9 made them reachable without CUDA's headers). Before, CUDA memory is
 /// measured by the tensor-memory tracker, as the CPU's is.

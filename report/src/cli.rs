@@ -16,11 +16,11 @@ use crate::compare_files::{compare_paths, to_json, to_text};
 use crate::dump::DumpError;
 
 /// Every tensor is within tolerance and both files hold the same names.
-pub const EXIT_PASSED: u8 = 0;
+pub const EXIT_PASSED: u8 = crate::exit::SUCCESS;
 /// A tensor is beyond tolerance, not comparable, or in one file only.
-pub const EXIT_FAILED: u8 = 1;
+pub const EXIT_FAILED: u8 = crate::exit::FAILURE;
 /// The arguments or the files are unusable.
-pub const EXIT_BAD_INPUT: u8 = 2;
+pub const EXIT_BAD_INPUT: u8 = crate::exit::USAGE;
 
 /// The `compare` command's arguments.
 #[derive(Debug, Clone, PartialEq)]

@@ -18,6 +18,7 @@ pub mod compare_files;
 pub mod device_matrix;
 pub mod dtype;
 pub mod dump;
+pub mod exit;
 pub mod files;
 mod float8;
 pub mod merge;

@@ -55,11 +55,14 @@ fn main() -> std::process::ExitCode {
     )
     .readback_budget(1);
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (mut options, rest) = devcheck::Options::parse(&args).expect("valid arguments");
+    let mut options = match devcheck::Options::parse(&args) {
+        Ok(options) => options,
+        Err(error) => return error.print(),
+    };
     // This repository keeps every snapshot under snapshots/; a user's crate uses its own.
     options
         .snapshots
         .get_or_insert_with(|| devcheck_tests::workspace_root().join("snapshots/matrix"));
     options.timing.max_time = std::time::Duration::from_millis(200);
-    devcheck::run_with(vec![case], options, rest)
+    devcheck::run_with(vec![case], options)
 }

@@ -306,17 +306,16 @@ fn relaid_run(
     device: DeviceSpec,
     weights: &Named,
 ) -> Result<(Trajectory, Relaid, BTreeMap<String, String>), TrialError> {
-    let run = |relaid: &Relaid| {
+    let run = |relaid: &Relaid| -> Result<Trajectory, TrialError> {
         crate::cause::quietly(|| {
             tolerance::trajectory_in(case, device, case.kind(), weights, Some(relaid))
-        })
+        })?
     };
-    let attempt = |relaid: &Relaid| -> Result<Trajectory, String> {
+    let attempt = |relaid: &Relaid| -> Result<Trajectory, TrialError> {
         match run(relaid) {
-            Ok(Ok(trajectory)) => Ok(trajectory),
             // A returned libtorch error has no line: run again with a stack
             // for every op and name the last one's.
-            Ok(Err(error @ TrialError::Torch(_))) => {
+            Err(error @ TrialError::Torch(_)) => {
                 let expect = crate::observer::Expectation {
                     device,
                     kind: case.kind(),
@@ -325,12 +324,14 @@ fn relaid_run(
                     .ok()
                     .and_then(|(_, trace)| crate::observer::last_call_site(&trace)?.located());
                 Err(match at {
-                    Some(site) => format!("at {site}: {error}"),
-                    None => error.to_string(),
+                    Some(site) => TrialError::At {
+                        site,
+                        error: Box::new(error),
+                    },
+                    None => error,
                 })
             }
-            Ok(Err(error)) => Err(error.to_string()),
-            Err(panic) => Err(panic),
+            other => other,
         }
     };
     let mut plan = Relaid {
@@ -359,7 +360,7 @@ fn relaid_run(
             only: Some(name.clone()),
         };
         if let Err(error) = attempt(&alone) {
-            refused.insert(name.clone(), error);
+            refused.insert(name.clone(), error.to_string());
         }
     }
     plan.keep = refused.keys().cloned().collect();
@@ -369,14 +370,10 @@ fn relaid_run(
             plan.parameters = false;
             match attempt(&plan) {
                 Ok(run) => {
-                    refused.insert("4-D parameters".into(), first_error);
+                    refused.insert("4-D parameters".into(), first_error.to_string());
                     run
                 }
-                Err(error) => {
-                    return Err(TrialError::Case(format!(
-                        "with its inputs in other memory layouts the step fails: {error}"
-                    )))
-                }
+                Err(error) => return Err(TrialError::Relaid(Box::new(error))),
             }
         }
     };
@@ -445,7 +442,10 @@ fn judge(
                     ..crate::compare::tolerance_for_pair(other.kind(), plain.kind())
                 };
                 Ok(crate::compare::compare(&other, plain, tolerance)
-                    .map_err(|e| TrialError::Case(format!("comparing `{name}`: {e}")))?
+                    .map_err(|error| TrialError::Compare {
+                        name: name.to_string(),
+                        error,
+                    })?
                     .passed)
             };
             let within = bound.admits(relaid_rmse, contiguous_rmse);

@@ -3,7 +3,7 @@
 //! the checks read. The runner makes it; the checks only read it.
 
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::case::{Case, Named};
@@ -19,9 +19,9 @@ pub const DEFAULT_TRIAL_TIMEOUT: Duration = Duration::from_secs(300);
 /// One case's shared state and settings.
 pub struct CaseState {
     case: Case,
-    weights: Mutex<Option<Result<Named, String>>>,
-    reference: Mutex<Option<Result<Trajectory, String>>>,
-    cpu_same_dtype: Mutex<Option<Result<Trajectory, String>>>,
+    weights: Mutex<Option<Result<Named, Arc<TrialError>>>>,
+    reference: Mutex<Option<Result<Trajectory, Arc<TrialError>>>>,
+    cpu_same_dtype: Mutex<Option<Result<Trajectory, Arc<TrialError>>>>,
     /// Each device's own run in the case's dtype, once one ran.
     device_runs: Mutex<Vec<(DeviceSpec, Trajectory)>>,
     snapshots: Option<PathBuf>,
@@ -43,17 +43,17 @@ pub(crate) fn shallow(named: &Named) -> Named {
 }
 
 fn cached<T>(
-    slot: &Mutex<Option<Result<T, String>>>,
+    slot: &Mutex<Option<Result<T, Arc<TrialError>>>>,
     make: impl FnOnce() -> Result<T, TrialError>,
     copy: impl Fn(&T) -> T,
 ) -> Result<T, TrialError> {
     let mut guard = lock(slot);
     if guard.is_none() {
-        *guard = Some(make().map_err(|e| e.to_string()));
+        *guard = Some(make().map_err(Arc::new));
     }
     match guard.as_ref().expect("filled above") {
         Ok(value) => Ok(copy(value)),
-        Err(cause) => Err(TrialError::Case(cause.clone())),
+        Err(cause) => Err(TrialError::Shared(Arc::clone(cause))),
     }
 }
 
@@ -186,12 +186,15 @@ impl CaseState {
                             self.case.tolerance_steps as u64,
                         );
                         Err(match at {
-                            Some(site) => TrialError::Case(format!("at {site}: {error}")),
+                            Some(site) => TrialError::At {
+                                site,
+                                error: Box::new(error),
+                            },
                             None => error,
                         })
                     }
                     Ok(result) => result,
-                    Err(panic) => Err(TrialError::Case(panic)),
+                    Err(panic) => Err(TrialError::Panicked(panic)),
                 }
             },
             |t| t.iter().map(shallow).collect(),

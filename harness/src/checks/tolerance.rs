@@ -195,8 +195,10 @@ fn assert_close(
     tolerance: Tolerance,
     name: &str,
 ) -> Result<Comparison, TrialError> {
-    compare(a, e, tolerance)
-        .map_err(|error| TrialError::Case(format!("comparing `{name}`: {error}")))
+    compare(a, e, tolerance).map_err(|error| TrialError::Compare {
+        name: name.to_owned(),
+        error,
+    })
 }
 
 #[cfg(test)]
@@ -350,27 +352,20 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
     // The candidate first: a step that fails on its own is the step's failure,
     // not the reference's.
     let candidate = state.device_run(device)?;
-    let reference = state.reference().map_err(|error| {
-        TrialError::Case(format!(
-            "the {} reference run on the CPU failed (the step itself ran in {} on {device}): \
-             {error}; if the step makes {} tensors itself (tch's `onehot` is always float32), \
-             set `Case::reference_dtype(Kind::Float)`",
-            kind_name(reference_kind),
-            kind_name(case.kind()),
-            kind_name(case.kind()),
-        ))
+    let reference = state.reference().map_err(|error| TrialError::Reference {
+        reference: kind_name(reference_kind),
+        dtype: kind_name(case.kind()),
+        device,
+        error: Box::new(error),
     })?;
     let dumped = match state.dump_dir() {
-        Some(dir) => Some(
-            crate::dump::write_trajectory(
-                dir,
-                case.name(),
-                device,
-                kind_name(case.kind()),
-                &candidate,
-            )
-            .map_err(|e| TrialError::Case(format!("cannot write the dump: {e}")))?,
-        ),
+        Some(dir) => Some(crate::dump::write_trajectory(
+            dir,
+            case.name(),
+            device,
+            kind_name(case.kind()),
+            &candidate,
+        )?),
         None => None,
     };
     let on_accelerator = device.is_accelerator();

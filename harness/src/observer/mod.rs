@@ -236,8 +236,6 @@ pub struct Trace {
     pub args: Vec<TensorArg>,
     /// Return addresses of all captured stacks, innermost first.
     pub frames: Vec<usize>,
-    /// More ops ran than the observer keeps.
-    pub truncated: bool,
 }
 
 impl Trace {
@@ -267,7 +265,8 @@ impl Trace {
         index
     }
 
-    /// Appends a record (for tests and for replaying recorded sequences).
+    /// Appends a record, as the callback would have.
+    #[cfg(test)] // for the findings' tests, which build traces by hand
     pub fn push(
         &mut self,
         name: &str,
@@ -417,7 +416,6 @@ impl Installed {
             records,
             args,
             frames: frames.iter().map(|f| *f as usize).collect(),
-            truncated: view.truncated != 0,
         })
     }
 }
