@@ -51,13 +51,25 @@ pub(crate) fn collect(scanned: &[Scanned<'_>], config: &Config) -> Vec<Finding> 
                         (hot_call, &site.context.periodic, &site.context.cold)
                     {
                         if index.site_syncs_in(file, site, hot_call) {
-                            let loop_path = &scanned[positions[hot_call.file]].path;
+                            // The loop's place as a reader finds it: a line of this
+                            // file, or another file's path as the lint was given it,
+                            // relative to where it runs (never absolute where it need not be).
+                            let at = if hot_call.file == file {
+                                format!("line {}", hot_call.loop_line)
+                            } else {
+                                let path = &scanned[positions[hot_call.file]].path;
+                                let shown = std::env::current_dir()
+                                    .ok()
+                                    .and_then(|cwd| {
+                                        path.strip_prefix(cwd).ok().map(Path::to_path_buf)
+                                    })
+                                    .unwrap_or_else(|| path.to_path_buf());
+                                format!("{}:{}", shown.display(), hot_call.loop_line)
+                            };
                             let mut read = site_read(site);
                             read.notes.push(format!(
-                                "`{}` runs on every iteration of the loop at {}:{}: the host waits for the device once per iteration",
+                                "`{}` runs on every iteration of the loop at {at}: the host waits for the device once per iteration",
                                 index.function(hot_call.callee).display_name(),
-                                loop_path.display(),
-                                hot_call.loop_line
                             ));
                             reads.extend(judge_hot(read, &site.context, facts, config));
                         }
