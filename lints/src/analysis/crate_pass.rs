@@ -680,7 +680,7 @@ impl<'a> CrateIndex<'a> {
             TypeRef::Named(name) => Some(TyKind::Named(self.unaliased(name, from).to_owned())),
             TypeRef::Written(kind) => Some(kind.clone()),
             TypeRef::Field { base, field } => match self.resolve_within(base, from, depth + 1) {
-                Some(TyKind::Named(owner)) => {
+                Some(TyKind::Named(owner)) if self.structs.contains_key(owner.as_str()) => {
                     let structs = self.structs.get(owner.as_str())?;
                     let kinds: Vec<&TyKind> = structs
                         .iter()
@@ -691,17 +691,39 @@ impl<'a> CrateIndex<'a> {
                         .collect();
                     self.common_field(&kinds)
                 }
-                Some(_) => None,
-                None => self
+                // A type the crate does not define (a generic parameter,
+                // `T` of `fn run<T>(f: impl FnOnce() -> T) -> T`): the
+                // field's name says, if every struct having it agrees.
+                Some(TyKind::Named(_)) | None => self
                     .fields
                     .get(field.as_str())
                     .and_then(|kinds| self.common_field(kinds)),
+                Some(_) => None,
             },
             TypeRef::Part { base, index } => {
+                // A (key, value) pair of a map being iterated.
+                if let (
+                    TypeRef::Part {
+                        base: map,
+                        index: None,
+                    },
+                    Some(i),
+                ) = (&**base, index)
+                {
+                    if let Some(TyKind::Map(value)) = self.resolve_within(map, from, depth + 1) {
+                        return match i {
+                            0 => Some(TyKind::Other),
+                            1 => Some(*value),
+                            _ => None,
+                        };
+                    }
+                }
                 match (self.resolve_within(base, from, depth + 1), index) {
                     // `t.get(i)` and `t[i]` of a tensor are tensors.
                     (Some(TyKind::Tensors | TyKind::Tensor), None) => Some(TyKind::Tensor),
                     (Some(TyKind::Collection(element)), None) => Some(*element),
+                    // `map[&key]`.
+                    (Some(TyKind::Map(value)), None) => Some(*value),
                     (Some(TyKind::Tuple(parts)), Some(i)) => parts.get(*i).cloned(),
                     _ => None,
                 }
@@ -728,6 +750,7 @@ impl<'a> CrateIndex<'a> {
                     }
                 }
                 Some(TyKind::Tensor) => tensor_method_result(name),
+                Some(TyKind::Map(value)) => map_method_result(*value, name),
                 Some(_) => None,
                 None if AMBIGUOUS_METHODS.contains(&name.as_str()) => None,
                 None => {
@@ -1140,6 +1163,21 @@ fn is_std_trait_impl(function: &FnFacts) -> bool {
                 | "Deserialize"
         )
     })
+}
+
+/// What a method of a map returns, by the kind of the map's values: a value
+/// (`get`, `remove`), the values (`values`), or the map's pairs again
+/// (`iter`, `into_iter`, `drain`).
+fn map_method_result(value: TyKind, name: &str) -> Option<TyKind> {
+    match name {
+        "get" | "get_mut" | "remove" => Some(value),
+        "iter" | "iter_mut" | "into_iter" | "drain" => Some(TyKind::Map(Box::new(value))),
+        "values" | "values_mut" | "into_values" => Some(match value {
+            TyKind::Tensor => TyKind::Tensors,
+            value => TyKind::Collection(Box::new(value)),
+        }),
+        _ => None,
+    }
 }
 
 /// Associated functions that, when not defined in the crate, are assumed to

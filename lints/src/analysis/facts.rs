@@ -181,6 +181,10 @@ pub enum TyKind {
     Tuple(Vec<TyKind>),
     /// A collection of other values (`Vec<Block>`, `Vec<(f64, Tensor)>`).
     Collection(Box<TyKind>),
+    /// A map (`HashMap<String, Tensor>`, `BTreeMap<K, (Tensor, Tensor)>`),
+    /// by the kind of its values: indexing it gives a value, iterating it
+    /// gives (key, value) pairs.
+    Map(Box<TyKind>),
     /// `tch::Device`.
     Device,
     /// A number or a `bool` (`f64`, `i64`, `usize`): `Tensor::from` of one

@@ -45,6 +45,9 @@ pub(crate) fn classify_in(
                 | "RwLock" | "Cow" | "MutexGuard" | "Ref" | "RefMut" | "Fallible" => {
                     first_generic(&last.arguments).map_or(TyKind::Other, again)
                 }
+                "HashMap" | "BTreeMap" | "IndexMap" | "FxHashMap" | "AHashMap" => {
+                    map(nth_generic(&last.arguments, 1).map_or(TyKind::Other, again))
+                }
                 _ if is_number(&name) => TyKind::Number,
                 _ if is_std_scalar_or_text(&name) => TyKind::Other,
                 // `PyResult<T>`, `TchResult<T>`: result aliases.
@@ -109,6 +112,30 @@ fn collection(element: TyKind) -> TyKind {
             TyKind::Collection(Box::new(element))
         }
         _ => TyKind::Other,
+    }
+}
+
+/// A map whose values hold tensors or crate types; any other map is just
+/// another value.
+fn map(value: TyKind) -> TyKind {
+    match value {
+        TyKind::Number | TyKind::Other | TyKind::Device => TyKind::Other,
+        value => TyKind::Map(Box::new(value)),
+    }
+}
+
+/// The `n`th type argument of a path segment (`V` in `HashMap<K, V>`).
+fn nth_generic(arguments: &PathArguments, n: usize) -> Option<&Type> {
+    match arguments {
+        PathArguments::AngleBracketed(args) => args
+            .args
+            .iter()
+            .filter_map(|a| match a {
+                GenericArgument::Type(t) => Some(t),
+                _ => None,
+            })
+            .nth(n),
+        _ => None,
     }
 }
 

@@ -1295,7 +1295,9 @@ fn kind_val(kind: &TyKind, place: Place) -> Val {
         TyKind::Tuple(parts) => {
             Val::Tuple(parts.iter().map(|p| kind_val(p, place.clone())).collect())
         }
-        TyKind::Collection(_) => Val::Deferred(TypeRef::Written(kind.clone()), place),
+        TyKind::Collection(_) | TyKind::Map(_) => {
+            Val::Deferred(TypeRef::Written(kind.clone()), place)
+        }
         TyKind::Device => Val::Device(place),
         TyKind::Callable(_) | TyKind::MovingModule => {
             Val::Deferred(TypeRef::Written(kind.clone()), place)

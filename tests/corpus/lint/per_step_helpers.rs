@@ -1,8 +1,9 @@
 //! Functions without a loop of their own that run once per step: a read
 //! in one is reported where it is, as well as at the call in the loop,
 //! when the loop calls it on every iteration with data that can be on a
-//! device. Called once per epoch, behind a periodic guard, or with CPU
-//! data, the read waits for nothing per step.
+//! device; through a trait, each impl the call can reach runs per step.
+//! Called once per epoch, behind a periodic guard, or with CPU data, the
+//! read waits for nothing per step.
 
 use tch::{nn, Device, Kind, Tensor};
 
@@ -54,4 +55,39 @@ pub fn train(batches: &[(Tensor, Tensor)], model: &nn::Sequential, opt: &mut nn:
         }
         println!("epoch {epoch}");
     }
+}
+
+pub trait Network {
+    fn evaluate(&mut self, board: &[f32]) -> Vec<f32>;
+}
+
+pub struct LinearNetwork {
+    weights: Tensor,
+}
+
+impl LinearNetwork {
+    pub fn new() -> LinearNetwork {
+        let weights = Tensor::randn([4, 4], (Kind::Float, Device::cuda_if_available()));
+        LinearNetwork { weights }
+    }
+}
+
+impl Network for LinearNetwork {
+    fn evaluate(&mut self, board: &[f32]) -> Vec<f32> {
+        let input = Tensor::from_slice(board).to_device(self.weights.device());
+        let output = self.weights.matmul(&input);
+        let values: Vec<f32> = output.into(); //~ warning host-sync
+        values
+    }
+}
+
+/// A tree search evaluating the position it reached, once per simulation.
+pub fn search(network: &mut impl Network, root: &[f32], simulations: usize) -> f32 {
+    let mut total = 0.0;
+    let mut board = root.to_vec();
+    for _ in 0..simulations {
+        total += network.evaluate(&board)[0]; //~ warning host-sync
+        board.rotate_left(1);
+    }
+    total
 }

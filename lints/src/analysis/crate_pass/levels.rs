@@ -268,8 +268,9 @@ impl CrateIndex<'_> {
     /// one (outside periodic guards and code outside the release hot path,
     /// not the once-per-epoch or per-request level, and not handed each
     /// item of a loop that runs no step), or outside the
-    /// loops of such a function. Only calls that reach one function count:
-    /// a call through a trait runs one impl of several.
+    /// loops of such a function. A call through a trait makes each impl it
+    /// can reach run per step; one resolved only by name, among several
+    /// candidates, makes none.
     pub(crate) fn hot_functions(&self, levels: &LoopLevels) -> HashMap<FnId, HotCall> {
         let mut hot: HashMap<FnId, HotCall> = HashMap::new();
         // Calls outside loops, by the function making them; resolved only
@@ -305,46 +306,43 @@ impl CrateIndex<'_> {
                 if level.per_epoch.is_some() || level.request || (level.stepless && call.item) {
                     continue;
                 }
-                let callees = self.callees(file, call);
-                let [callee] = callees.as_slice() else {
-                    continue;
-                };
-                if hot.contains_key(callee) {
-                    continue;
+                for callee in self.runs_per_call(file, call) {
+                    if hot.contains_key(&callee) {
+                        continue;
+                    }
+                    hot.insert(
+                        callee,
+                        HotCall {
+                            file,
+                            loop_line: info.facts.loops[loop_id].line,
+                            callee,
+                            caller: (file, function),
+                            args: args_of(call),
+                        },
+                    );
+                    pending.push(callee);
                 }
-                hot.insert(
-                    *callee,
-                    HotCall {
-                        file,
-                        loop_line: info.facts.loops[loop_id].line,
-                        callee: *callee,
-                        caller: (file, function),
-                        args: args_of(call),
-                    },
-                );
-                pending.push(*callee);
             }
         }
         while let Some(function) = pending.pop() {
             let origin = hot[&function].clone();
             for call in top_level_calls.get(&function).into_iter().flatten() {
-                let callees = self.callees(function.0, call);
-                let [callee] = callees.as_slice() else {
-                    continue;
-                };
-                if !hot.contains_key(callee) {
+                for callee in self.runs_per_call(function.0, call) {
+                    if hot.contains_key(&callee) {
+                        continue;
+                    }
                     let args = args_of(call)
                         .iter()
                         .map(|a| substitute(a, &origin.args))
                         .collect();
                     hot.insert(
-                        *callee,
+                        callee,
                         HotCall {
                             args,
                             ..origin.clone()
                         },
                     );
-                    pending.push(*callee);
+                    pending.push(callee);
                 }
             }
         }
@@ -353,6 +351,18 @@ impl CrateIndex<'_> {
 }
 
 impl CrateIndex<'_> {
+    /// The functions a call runs: the one it resolves to, or, through a
+    /// trait, each impl it can reach (whichever runs, runs on every call);
+    /// none when candidates found by name leave it open.
+    fn runs_per_call(&self, file: usize, call: &CallSite) -> Vec<FnId> {
+        let callees = self.callees(file, call);
+        if callees.len() == 1 || self.dispatches(file, call) {
+            callees
+        } else {
+            Vec::new()
+        }
+    }
+
     /// Whether a read outside loops syncs when its function runs as the
     /// hot call says: for the arguments that call passes, where it is made.
     pub(crate) fn site_syncs_in(&self, file: usize, site: &Site, hot: &HotCall) -> bool {
