@@ -163,6 +163,28 @@ fn site_read(site: &Site) -> Read {
     }
 }
 
+/// A read's configured level (its custom pattern's, else its rule's), or
+/// `None` where an allow comment suppresses it.
+fn configured_level(
+    read: &Read,
+    context: &Context,
+    facts: &FileFacts,
+    config: &Config,
+) -> Option<Level> {
+    if facts
+        .suppressions
+        .allows(read.rule, read.loc.line, context.statement_line)
+    {
+        return None;
+    }
+    Some(
+        read.pattern
+            .and_then(|p| config.patterns.get(p))
+            .and_then(|p| p.level)
+            .unwrap_or_else(|| config.level(read.rule)),
+    )
+}
+
 /// Decides the severity of a read outside loops in a function that runs
 /// once per step: the configured level, or dropped by an allow comment.
 fn judge_hot(
@@ -171,17 +193,7 @@ fn judge_hot(
     facts: &FileFacts,
     config: &Config,
 ) -> Option<Read> {
-    if facts
-        .suppressions
-        .allows(read.rule, read.loc.line, context.statement_line)
-    {
-        return None;
-    }
-    let level = read
-        .pattern
-        .and_then(|p| config.patterns.get(p))
-        .and_then(|p| p.level)
-        .unwrap_or_else(|| config.level(read.rule));
+    let level = configured_level(&read, context, facts, config)?;
     read.severity = match level {
         Level::Allow => return None,
         Level::Note => Severity::Note,
@@ -202,17 +214,7 @@ fn judge(
     config: &Config,
 ) -> Option<Read> {
     let loop_id = context.loop_id?;
-    if facts
-        .suppressions
-        .allows(read.rule, read.loc.line, context.statement_line)
-    {
-        return None;
-    }
-    let level = read
-        .pattern
-        .and_then(|p| config.patterns.get(p))
-        .and_then(|p| p.level)
-        .unwrap_or_else(|| config.level(read.rule));
+    let level = configured_level(&read, context, facts, config)?;
     let loop_line = facts.loops[loop_id].line;
     let loop_level = levels.get(file, loop_id);
     let quiet_because = match &context.cold {
