@@ -558,8 +558,9 @@ fn a_binary_crate_s_step_is_seen_at_its_own_lines_from_the_first_run_to_a_review
     let main_rs = std::fs::read_to_string(repo.join("src/main.rs")).unwrap();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let report = repo.join("report.json");
-    let run = |filter: &str| {
-        Command::new(&cargo)
+    let run_in = |filter: &str, ci: bool| {
+        let mut command = Command::new(&cargo);
+        command
             .current_dir(&repo)
             .args(["test", "--quiet", "--locked", "--test", "training", "--"])
             .args(["--device", "cpu", "--timing-ms", "100", "--report"])
@@ -567,10 +568,16 @@ fn a_binary_crate_s_step_is_seen_at_its_own_lines_from_the_first_run_to_a_review
             .arg(filter)
             .env("CARGO_TARGET_DIR", target_dir())
             .env_remove("DEVCHECK_REPORT")
-            .env_remove("DEVCHECK_SOURCE_ROOT")
-            .output()
-            .unwrap()
+            .env_remove("DEVCHECK_SOURCE_ROOT");
+        // Where CI is set, insta writes no pending file.
+        if ci {
+            command.env("CI", "true");
+        } else {
+            command.env_remove("CI");
+        }
+        command.output().unwrap()
     };
+    let run = |filter: &str| run_in(filter, false);
     let trial = |report: &serde_json::Value, check: &str| {
         report["trials"]
             .as_array()
@@ -580,6 +587,27 @@ fn a_binary_crate_s_step_is_seen_at_its_own_lines_from_the_first_run_to_a_review
             .unwrap_or_else(|| panic!("no {check} trial: {report}"))
             .clone()
     };
+
+    // In CI a first run has nothing to review, and says where to review it.
+    let output = run_in("regression::readbacks::", true);
+    assert_eq!(output.status.code(), Some(101));
+    let ci: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let message = trial(&ci, "readbacks")["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        message.contains(
+            "no pending snapshot was written (insta writes none in CI unless INSTA_UPDATE=new): \
+             run `cargo devcheck matrix` locally and review it with `cargo devcheck review`, then \
+             commit snapshots/readbacks__regression.snap"
+        ),
+        "{message}"
+    );
+    assert!(!repo
+        .join("snapshots/readbacks__regression.snap.new")
+        .exists());
 
     // First run: every check, the one failure at the binary's own line.
     let output = run("regression::");

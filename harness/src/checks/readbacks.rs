@@ -394,11 +394,7 @@ fn assert_snapshot(
 ) -> Result<(), String> {
     let name = format!("readbacks__{case}");
     let reviewed = dir.join(format!("{name}.snap"));
-    let accept = format!(
-        "review it with `cargo devcheck review` (or `cargo insta review` where cargo-insta is \
-         installed, or rerun with INSTA_UPDATE=always); the reviewed file is {}",
-        sites::repository_relative(&reviewed.to_string_lossy())
-    );
+    let reviewed_name = sites::repository_relative(&reviewed.to_string_lossy());
     let first_run = !reviewed.exists();
     let mut settings = insta::Settings::clone_current();
     settings.set_snapshot_path(dir);
@@ -406,13 +402,28 @@ fn assert_snapshot(
     settings.set_omit_expression(true);
     let result =
         crate::cause::quietly(|| settings.bind(|| insta::assert_snapshot!(name.as_str(), content)));
-    match result {
-        Ok(()) => {
-            if let Err(error) = devcheck_report::snapshots::clear_pending(&reviewed) {
-                eprintln!("warning: cannot remove the stale pending snapshot of {case}: {error}");
-            }
-            Ok(())
+    if result.is_ok() {
+        if let Err(error) = devcheck_report::snapshots::clear_pending(&reviewed) {
+            eprintln!("warning: cannot remove the stale pending snapshot of {case}: {error}");
         }
+        return Ok(());
+    }
+    let accept = if dir.join(format!("{name}.snap.new")).exists() {
+        format!(
+            "review it with `cargo devcheck review` (or `cargo insta review` where cargo-insta is \
+             installed, or rerun with INSTA_UPDATE=always); the reviewed file is {reviewed_name}"
+        )
+    } else {
+        // insta writes no pending file where it detects CI (INSTA_UPDATE=auto):
+        // a review there has nothing to show.
+        format!(
+            "no pending snapshot was written (insta writes none in CI unless INSTA_UPDATE=new): \
+             run `cargo devcheck matrix` locally and review it with `cargo devcheck review`, then \
+             commit {reviewed_name}"
+        )
+    };
+    match result {
+        Ok(()) => Ok(()),
         Err(_) if first_run => {
             eprintln!("devcheck: {case}: the first readbacks snapshot would record:\n{content}");
             Err(format!(
