@@ -103,6 +103,15 @@ pub enum Task {
         )]
         args: Vec<String>,
     },
+    /// Time a new user's way from an empty repository to the first report, as the
+    /// README gives it: install cargo-devcheck, the first `cargo devcheck matrix`,
+    /// review, the green run; and how much of the first build is devcheck's own.
+    BenchFirstReport {
+        /// Where to make the user's repository (emptied first; default:
+        /// `target/bench-first-report`).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Install a git pre-commit hook that runs devcheck-lint on the staged Rust files.
     InstallHook {
         /// Replace an existing pre-commit hook that is not devcheck's.
