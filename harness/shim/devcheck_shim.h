@@ -146,6 +146,11 @@ typedef struct {
 char* dc_host_random_begin(int device_type, void** out);
 void dc_host_random_end(void* state);
 
+// Until dc_host_random_end(state), the CPU's normal_ and uniform_ fill a
+// float64 tensor with what they would draw in `draw_dtype` (a c10::ScalarType
+// code), widened: the float64 reference draws the case's own numbers.
+char* dc_reference_random_begin(int draw_dtype, void** out);
+
 char* dc_observer_begin(const dc_observer_config* config, void** out);
 // Removes the callback; the recording stays readable until dc_observer_free.
 char* dc_observer_end(void* observer);

@@ -10,17 +10,28 @@
 // (`native_dropout`); it is replaced by what the CPU computes for dropout
 // (`_dropout_impl`: a bernoulli noise tensor, scaled).
 //
-// The replacement is a `torch::Library` registered for the device's dispatch
-// key: libtorch keeps the kernels it replaces and restores them when the
-// library is destroyed.
+// The float64 reference on the CPU needs the same numbers too: the CPU's
+// normal_ and uniform_ consume the generator differently by dtype (a float64
+// draw takes 53 random bits where a float32 one takes 24), so a step that adds
+// noise (a VAE's reparameterization, a diffusion step) would be compared with a
+// reference that drew other noise. While the reference runs, those two kernels
+// draw in the case's own dtype and widen the result: the numbers the float32
+// runs draw, exactly.
+//
+// A replacement is a `torch::Library` registered for a dispatch key: libtorch
+// keeps the kernels it replaces and restores them when the library is
+// destroyed.
 #include "devcheck_shim.h"
 #include "compat.h"
 #include "guarded.h"
 
 #include <ATen/ATen.h>
+#include <ATen/ops/normal_native.h>
+#include <ATen/ops/uniform_native.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <tuple>
@@ -116,6 +127,39 @@ struct HostRandom {
   std::unique_ptr<torch::Library> library;
 };
 
+// The dtype the reference's float64 draws are made in (a c10::ScalarType).
+std::atomic<int> reference_draw_dtype{static_cast<int>(at::kFloat)};
+
+// Where a float64 tensor is filled, the same fill in the draw dtype, widened.
+bool draws_narrower(const at::Tensor& self) {
+  return self.scalar_type() == at::kDouble &&
+         reference_draw_dtype.load() != static_cast<int>(at::kDouble);
+}
+
+at::Tensor narrower_like(const at::Tensor& self) {
+  return at::empty(
+      self.sizes(), self.options().dtype(static_cast<at::ScalarType>(reference_draw_dtype.load())));
+}
+
+// The CPU's own kernels, called directly: the dispatcher would call these again.
+at::Tensor& reference_normal(at::Tensor& self, double mean, double std, devcheck_shim::optional<at::Generator> generator) {
+  if (!draws_narrower(self)) {
+    return at::native::normal_(self, mean, std, generator);
+  }
+  auto drawn = narrower_like(self);
+  at::native::normal_(drawn, mean, std, generator);
+  return self.copy_(drawn);
+}
+
+at::Tensor& reference_uniform(at::Tensor& self, double from, double to, devcheck_shim::optional<at::Generator> generator) {
+  if (!draws_narrower(self)) {
+    return at::native::uniform_(self, from, to, generator);
+  }
+  auto drawn = narrower_like(self);
+  at::native::uniform_(drawn, from, to, generator);
+  return self.copy_(drawn);
+}
+
 }  // namespace
 
 extern "C" {
@@ -157,6 +201,25 @@ void dc_host_random_end(void* state) {
   Quiet quiet;
   c10::WarningUtils::WarningHandlerGuard guard(&quiet);
   delete static_cast<HostRandom*>(state);
+}
+
+char* dc_reference_random_begin(int draw_dtype, void** out) {
+  return guarded([&] {
+    *out = nullptr;
+    auto dtype = static_cast<at::ScalarType>(draw_dtype);
+    TORCH_CHECK(
+        at::isFloatingType(dtype), "reference draws are made in a floating dtype, not ", dtype);
+    reference_draw_dtype.store(draw_dtype);
+    Quiet quiet;
+    c10::WarningUtils::WarningHandlerGuard guard(&quiet);
+    auto state = std::make_unique<HostRandom>();
+    state->library = std::make_unique<torch::Library>(
+        torch::Library::IMPL, "aten", c10::DispatchKey::CPU, __FILE__, static_cast<uint32_t>(__LINE__));
+    auto& m = *state->library;
+    m.impl("normal_", TORCH_FN(reference_normal));
+    m.impl("uniform_", TORCH_FN(reference_uniform));
+    *out = state.release();
+  });
 }
 
 }  // extern "C"

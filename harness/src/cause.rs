@@ -84,13 +84,10 @@ fn describe_panic(info: &PanicHookInfo<'_>) -> String {
         .unwrap_or("(no message)");
     // tch's panicking methods unwrap a TchError whose text carries the C++ trace.
     let message = match payload.find("Torch(\"") {
-        Some(start) => {
-            let inner = &payload[start + 7..];
-            format!(
-                "libtorch error: {}",
-                torch_message(&inner.replace("\\n", "\n"))
-            )
-        }
+        Some(start) => format!(
+            "libtorch error: {}",
+            torch_message(&unescape_debug(&payload[start + 7..]))
+        ),
         None => shorten(payload),
     };
     match info.location() {
@@ -103,6 +100,27 @@ fn describe_panic(info: &PanicHookInfo<'_>) -> String {
             None => format!("panicked: {message}"),
         },
     }
+}
+
+/// The text of a `Debug`-printed string after its opening quote (`Torch("…")`
+/// in an `unwrap` panic): escapes undone and the closing `")` dropped, which an
+/// error without a C++ trace (a `std::out_of_range`, say) would otherwise keep.
+fn unescape_debug(quoted: &str) -> String {
+    let mut text = String::with_capacity(quoted.len());
+    let mut chars = quoted.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some('n') => text.push('\n'),
+                Some('t') => text.push('\t'),
+                Some(other) => text.push(other),
+                None => {}
+            },
+            '"' => break,
+            _ => text.push(c),
+        }
+    }
+    text
 }
 
 /// The user's line (and the tch call made there) on the panicking thread's
@@ -210,6 +228,17 @@ mod tests {
         });
         assert!(inner.unwrap_err().into_cause().ends_with(": outer"));
         assert!(!QUIET.with(|q| *q.borrow()));
+    }
+
+    #[test]
+    fn an_unwrapped_tch_error_without_a_trace_loses_its_quotes() {
+        let payload = r#"vector::_M_range_check: __n (which is 1) >= this->size() (which is 1)")"#;
+        assert_eq!(
+            torch_message(&unescape_debug(payload)),
+            "vector::_M_range_check: __n (which is 1) >= this->size() (which is 1)"
+        );
+        let escaped = r#"a \"b\"\nException raised from x")"#;
+        assert_eq!(unescape_debug(escaped), "a \"b\"\nException raised from x");
     }
 
     #[test]

@@ -68,6 +68,7 @@ extern "C" {
     fn dc_warnings_end(capture: *mut c_void);
     fn dc_host_random_begin(device_type: c_int, out: *mut *mut c_void) -> *mut c_char;
     fn dc_host_random_end(state: *mut c_void);
+    fn dc_reference_random_begin(draw_dtype: c_int, out: *mut *mut c_void) -> *mut c_char;
     fn dc_tensor_memory_begin(out: *mut *mut c_void) -> *mut c_char;
     fn dc_tensor_memory_read(
         tracker: *mut c_void,
@@ -491,6 +492,50 @@ impl Drop for HostRandom {
     fn drop(&mut self) {
         // SAFETY: self.raw came from dc_host_random_begin and is ended once;
         // libtorch restores the kernels it replaced.
+        unsafe { dc_host_random_end(self.raw) }
+    }
+}
+
+/// While it lives, the CPU's `normal_` and `uniform_` fill a float64 tensor
+/// with the numbers they would draw in the case's dtype, widened: the float64
+/// reference of a step that adds noise draws the float32 runs' noise (the CPU
+/// draws other numbers for a float64 tensor from the same generator state).
+pub struct ReferenceRandom {
+    raw: *mut c_void,
+}
+
+impl ReferenceRandom {
+    /// Replaces the CPU's `normal_` and `uniform_` until dropped; `draw` is the
+    /// case's floating dtype.
+    pub fn start(draw: tch::Kind) -> Result<Self, ShimError> {
+        // c10::ScalarType's codes, which every libtorch release keeps.
+        let code: c_int = match draw {
+            tch::Kind::Half => 5,
+            tch::Kind::Float => 6,
+            tch::Kind::Double => 7,
+            tch::Kind::BFloat16 => 15,
+            other => {
+                return Err(ShimError {
+                    operation: "draw the reference's random numbers".into(),
+                    message: format!("{other:?} is not a floating dtype"),
+                })
+            }
+        };
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: raw is valid for writes.
+        check(
+            || format!("draw the reference's random numbers in {draw:?}"),
+            unsafe { dc_reference_random_begin(code, &mut raw) },
+        )?;
+        Ok(Self { raw })
+    }
+}
+
+impl Drop for ReferenceRandom {
+    fn drop(&mut self) {
+        // SAFETY: self.raw came from dc_reference_random_begin and is ended once
+        // (the same library object as a HostRandom's); libtorch restores the
+        // CPU's kernels.
         unsafe { dc_host_random_end(self.raw) }
     }
 }

@@ -59,6 +59,10 @@ pub fn trajectory_in(
         .is_accelerator()
         .then(|| shim::HostRandom::start(device.backend()))
         .transpose()?;
+    // The reference draws the numbers the case's own dtype draws, widened.
+    let _reference_draws = (kind != case.kind() && !device.is_accelerator())
+        .then(|| shim::ReferenceRandom::start(case.kind()))
+        .transpose()?;
     let mut steps = Vec::with_capacity(case.tolerance_steps);
     for step in 0..case.tolerance_steps {
         let mut batch = trainer.batch(step as u64)?;
@@ -214,6 +218,35 @@ mod random_tests {
         let again = HostRandom::start(Backend::Cuda).unwrap();
         drop(again);
         assert!(HostRandom::start(Backend::Cpu).is_err());
+    }
+
+    #[test]
+    fn the_float64_reference_draws_the_case_dtype_s_numbers() {
+        use crate::shim::ReferenceRandom;
+        use tch::{Device, Kind, Tensor};
+        crate::init().unwrap();
+        let draw = |kind: Kind| {
+            tch::manual_seed(7);
+            let normal = Tensor::randn([64], (kind, Device::Cpu));
+            let uniform = Tensor::rand([64], (kind, Device::Cpu));
+            (normal.to_kind(Kind::Double), uniform.to_kind(Kind::Double))
+        };
+        let (normal, uniform) = draw(Kind::Float);
+        // The CPU draws other numbers for a float64 tensor from the same state.
+        let (wide_normal, wide_uniform) = draw(Kind::Double);
+        assert!(f64::try_from((&wide_normal - &normal).abs().max()).unwrap() > 0.1);
+        assert!(f64::try_from((&wide_uniform - &uniform).abs().max()).unwrap() > 0.1);
+        let narrow = ReferenceRandom::start(Kind::Float).unwrap();
+        let (reference_normal, reference_uniform) = draw(Kind::Double);
+        // In float32, the reference's own draws go to the CPU's kernels as before.
+        let (float_normal, _) = draw(Kind::Float);
+        drop(narrow);
+        assert!(reference_normal.equal(&normal));
+        assert!(reference_uniform.equal(&uniform));
+        assert!(float_normal.equal(&normal));
+        // Restored: float64 draws are the CPU's own again.
+        assert!(draw(Kind::Double).0.equal(&wide_normal));
+        assert!(ReferenceRandom::start(Kind::Int64).is_err());
     }
 }
 
