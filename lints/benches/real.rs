@@ -7,13 +7,16 @@
 //! a table per kind of set at warning level, and lists every finding that
 //! has no verdict.
 //!
-//! `cargo bench -p devcheck-lint --bench real -- DIR [--verdicts FILE ...] [--sets KIND]`
+//! `cargo bench -p devcheck-lint --bench real -- DIR [--verdicts FILE ...] [--sets KIND] [--detail]`
 //!
 //! DIR holds the repositories, each in a directory named after the
 //! repository (`tch-rs` for `LaurentMazare/tch-rs`), directly or one level
 //! down (`DIR/dev/tch-rs`). Fetch them at the commits the verdict files
 //! name; in a git checkout the commit is checked. `--sets development` (or
-//! `held-out`) runs only the sets of that kind. Exits 1 if a finding has no
+//! `held-out`) runs only the sets of that kind. `--detail` lists, for
+//! development sets only, every false warning and every miss with its
+//! verdict's reason: a held-out set's mistakes are never printed, so that
+//! nobody tunes on them by accident. Exits 1 if a finding has no
 //! verdict, 2 on bad usage, an unreadable verdict file or a set that
 //! `sets.toml` does not list.
 
@@ -28,6 +31,7 @@ fn main() -> ExitCode {
     let mut dir: Option<PathBuf> = None;
     let mut files: Vec<PathBuf> = Vec::new();
     let mut only: Option<SetKind> = None;
+    let mut detail = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -35,6 +39,7 @@ fn main() -> ExitCode {
                 Some(file) => files.push(PathBuf::from(file)),
                 None => return usage("--verdicts needs a file"),
             },
+            "--detail" => detail = true,
             "--sets" => match args.next().map(|kind| kind.parse::<SetKind>()) {
                 Some(Ok(kind)) => only = Some(kind),
                 Some(Err(problem)) => return usage(&format!("--sets: {problem}")),
@@ -138,6 +143,27 @@ fn main() -> ExitCode {
             );
             println!("    warning level: {}", score.warning);
             println!("    note level:    {}", score.note);
+            // Held-out sets are measured, never read: their mistakes stay unprinted.
+            if detail && kind == SetKind::Development {
+                for mistake in &score.mistakes {
+                    println!(
+                        "    {} {}:{}: {}{}",
+                        if mistake.false_warning {
+                            "FALSE-WARNING"
+                        } else {
+                            "MISS"
+                        },
+                        mistake.file,
+                        mistake.line,
+                        mistake.reason,
+                        mistake
+                            .message
+                            .as_deref()
+                            .map(|m| format!(" [lint: {m}]"))
+                            .unwrap_or_default()
+                    );
+                }
+            }
             for finding in &score.unjudged {
                 println!(
                     "    UNJUDGED {} {}:{}: {}",
@@ -220,7 +246,7 @@ fn print_row(label: &str, counts: Counts) {
 fn usage(problem: &str) -> ExitCode {
     eprintln!("{problem}");
     eprintln!(
-        "usage: cargo bench -p devcheck-lint --bench real -- DIR [--verdicts FILE ...] [--sets development|held-out]"
+        "usage: cargo bench -p devcheck-lint --bench real -- DIR [--verdicts FILE ...] [--sets development|held-out] [--detail]"
     );
     ExitCode::from(exit::FAILURE)
 }

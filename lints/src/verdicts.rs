@@ -368,6 +368,24 @@ pub struct RepoScore {
     pub note: Counts,
     /// Findings on lines without a verdict.
     pub unjudged: Vec<Unjudged>,
+    /// At warning level, what was wrong: warnings on lines judged `false`, and
+    /// lines judged `true` with no warning (a note at most), in file order.
+    pub mistakes: Vec<Mistake>,
+}
+
+/// A judged line the lint got wrong at warning level.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mistake {
+    /// Path within the repository.
+    pub file: String,
+    /// 1-based line.
+    pub line: usize,
+    /// `true` for a false warning, `false` for a miss.
+    pub false_warning: bool,
+    /// The verdict's reason.
+    pub reason: String,
+    /// What the lint said there, if anything (a miss may have a note).
+    pub message: Option<String>,
 }
 
 /// Compares `findings` of a lint run over the repository checked out at
@@ -390,11 +408,19 @@ pub fn score(root: &Path, findings: &[Finding], verdicts: &[&Verdict]) -> RepoSc
     }
     let mut result = RepoScore::default();
     for verdict in verdicts {
-        let severity = reported
-            .remove(&(verdict.file.clone(), verdict.line))
-            .map(|(s, _)| s);
+        let finding = reported.remove(&(verdict.file.clone(), verdict.line));
+        let severity = finding.as_ref().map(|(s, _)| *s);
         let warned = severity.is_some_and(|s| s >= Severity::Warning);
         let noted = severity.is_some();
+        if verdict.real != warned {
+            result.mistakes.push(Mistake {
+                file: verdict.file.clone(),
+                line: verdict.line,
+                false_warning: warned,
+                reason: verdict.reason.clone(),
+                message: finding.map(|(_, message)| message),
+            });
+        }
         match (verdict.real, warned, noted) {
             (true, true, _) => {
                 result.warning.true_positives += 1;
@@ -416,6 +442,9 @@ pub fn score(root: &Path, findings: &[Finding], verdicts: &[&Verdict]) -> RepoSc
             (false, false, false) => {}
         }
     }
+    result
+        .mistakes
+        .sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
     result.unjudged = reported
         .into_iter()
         .map(|((file, line), (severity, message))| Unjudged {
@@ -566,6 +595,28 @@ mod tests {
         assert_eq!(
             score.warning.to_string(),
             "precision 0.500 recall 0.333 (TP 1, FP 1, misses 2)"
+        );
+        // The warning level's mistakes, in line order: the noted and the
+        // missed real reads, and the warned false one.
+        let mistakes: Vec<(usize, bool, &str, bool)> = score
+            .mistakes
+            .iter()
+            .map(|m| {
+                (
+                    m.line,
+                    m.false_warning,
+                    m.reason.as_str(),
+                    m.message.is_some(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            mistakes,
+            [
+                (2, false, "noted real", true),
+                (3, false, "missed real", false),
+                (4, true, "warned false", true)
+            ]
         );
     }
 }

@@ -89,6 +89,10 @@ pub enum Task {
         /// printed apart).
         #[arg(long, value_name = "KIND", requires = "real", value_parser = ["development", "held-out"])]
         sets: Option<String>,
+        /// With `--real`: list every false warning and miss of the development
+        /// sets with its verdict's reason (never a held-out set's).
+        #[arg(long, requires = "real")]
+        detail: bool,
     },
     /// Time the built-in steps with and without the op observer, on every device here.
     ///

@@ -67,7 +67,12 @@ fn run(task: Task) -> Result<ExitCode> {
             )
         }
         Task::Test { args } => test(&args),
-        Task::BenchLint { paths, real, sets } => {
+        Task::BenchLint {
+            paths,
+            real,
+            sets,
+            detail,
+        } => {
             let mut command = cargo_command(&workspace_root(), None);
             let bench = if real.is_some() { "real" } else { "registry" };
             command.args([
@@ -83,6 +88,9 @@ fn run(task: Task) -> Result<ExitCode> {
                     command.arg(dir);
                     if let Some(kind) = sets {
                         command.args(["--sets", &kind]);
+                    }
+                    if detail {
+                        command.arg("--detail");
                     }
                 }
                 None => {
