@@ -59,17 +59,20 @@ pub fn trajectory_in(
         .is_accelerator()
         .then(|| shim::HostRandom::start(device.backend()))
         .transpose()?;
-    // The reference draws the numbers the case's own dtype draws, widened.
-    let _reference_draws = (kind != case.kind() && !device.is_accelerator())
-        .then(|| shim::ReferenceRandom::start(case.kind()))
-        .transpose()?;
+    // In the step, the reference draws the numbers the case's own dtype draws,
+    // widened (batches are made in float64 for every run, outside it).
+    let reference_draws = kind != case.kind() && !device.is_accelerator();
     let mut steps = Vec::with_capacity(case.tolerance_steps);
     for step in 0..case.tolerance_steps {
         let mut batch = trainer.batch(step as u64)?;
         if let Some(relaid) = relaid {
             batch = super::layout::relayout_batch(case, &batch, relaid)?.0;
         }
+        let draws = reference_draws
+            .then(|| shim::ReferenceRandom::start(case.kind()))
+            .transpose()?;
         let output = trainer.step(&batch)?;
+        drop(draws);
         let compared = trainer
             .tensors(&batch, &output)
             .into_iter()
