@@ -87,6 +87,8 @@ uint8_t classify(const std::string& name) {
   };
   static const std::unordered_set<std::string> conversions = {
       "aten::to", "aten::_to_copy", "aten::copy_", "aten::cpu",
+      // A loader's tensor pinned in the step: new host memory, the same data.
+      "aten::pin_memory",
   };
   uint8_t bits = 0;
   bits |= always.count(name) != 0 ? kAlwaysStack : 0;

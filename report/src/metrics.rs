@@ -433,6 +433,10 @@ pub struct LayoutTensor {
     /// Beyond the bound, but within a tenth of the tensor's RMS where TF32 may
     /// have rounded the relaid run alone (CUDA).
     pub tf32_admitted: bool,
+    /// Beyond the bound, but within assert_close's defaults for the dtype of
+    /// the contiguous run (PyTorch's own standard for non-contiguous inputs):
+    /// rounding, such as a sum taken in another order.
+    pub rounding_admitted: bool,
     /// Within the bound.
     pub passed: bool,
 }

@@ -254,9 +254,21 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
                 .join(", ")
         ));
     }
+    let rounding_only: Vec<String> = tensors
+        .iter()
+        .filter(|t| t.rounding_admitted)
+        .map(|t| format!("`{}`", t.name))
+        .collect();
+    if !rounding_only.is_empty() {
+        what.push_str(&format!(
+            "; within assert_close's defaults of the contiguous run only: {} (rounding, as a \
+             sum taken in another order)",
+            rounding_only.join(", ")
+        ));
+    }
     let worst = tensors
         .iter()
-        .filter(|t| !t.tf32_admitted)
+        .filter(|t| !t.tf32_admitted && !t.rounding_admitted)
         .max_by(|a, b| a.ratio.total_cmp(&b.ratio));
     if nothing_relaid {
         // Both runs were the same run: a bare pass would claim a comparison.
@@ -452,8 +464,18 @@ fn judge(
             let tf32_admitted = !within
                 && contiguous_rmse.is_finite()
                 && relaid_rmse <= bound.multiplier * contiguous_rmse + tf32_floor;
+            // Beyond the bound but within assert_close's defaults of the
+            // contiguous run, the standard PyTorch's own tests hold a
+            // non-contiguous input to (test_noncontiguous_samples): rounding,
+            // as a large sum taken in another order (a summed loss of 7e4 is
+            // 8e-3 off in float32 where the contiguous run was 2e-4 off).
+            let rounding_admitted = !within
+                && !tf32_admitted
+                && lost == 0
+                && contiguous_rmse.is_finite()
+                && matches_contiguous()?;
             let passed = if contiguous_rmse.is_finite() {
-                lost == 0 && (within || tf32_admitted)
+                lost == 0 && (within || tf32_admitted || rounding_admitted)
             } else {
                 matches_contiguous()?
             };
@@ -473,6 +495,7 @@ fn judge(
                 floor: bound.floor,
                 not_finite: lost,
                 tf32_admitted: tf32_admitted && lost == 0,
+                rounding_admitted,
                 passed,
             })
         })
@@ -486,6 +509,39 @@ mod tests {
     use crate::checks::timing::TimingBudget;
     use tch::nn::{self, Module, OptimizerConfig};
     use tch::{Device, TchError};
+
+    #[test]
+    fn a_large_sum_off_by_rounding_passes_and_a_wrong_one_fails() {
+        crate::init().unwrap();
+        let scalar = |value: f64, kind| Tensor::from(value).to_kind(kind);
+        let named = |value: f64, kind| vec![("loss".to_owned(), scalar(value, kind))];
+        let reference = named(70000.003, Kind::Double);
+        let contiguous = named(70000.0, Kind::Float);
+        // Three float32 ulps above: 6.8× the contiguous run's error, far beyond
+        // the bound, and within assert_close's float32 defaults of it.
+        let rounded = judge(
+            &contiguous,
+            &named(70000.0234375, Kind::Float),
+            &reference,
+            false,
+            false,
+        )
+        .unwrap();
+        assert!(
+            rounded[0].passed && rounded[0].rounding_admitted,
+            "{rounded:?}"
+        );
+        assert!(rounded[0].ratio > 3.0, "{rounded:?}");
+        let wrong = judge(
+            &contiguous,
+            &named(70100.0, Kind::Float),
+            &reference,
+            false,
+            false,
+        )
+        .unwrap();
+        assert!(!wrong[0].passed && !wrong[0].rounding_admitted, "{wrong:?}");
+    }
 
     /// A linear model whose step `view`s its features, as tch's examples do.
     struct Views {

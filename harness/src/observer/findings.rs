@@ -220,6 +220,10 @@ const CONVERSIONS: &[&str] = &[
     "aten::_copy_from_and_resize",
     "aten::item",
     "aten::_local_scalar_dense",
+    // Host memory by design: pinning a loader's tensor, asking whether it is.
+    "aten::pin_memory",
+    "aten::_pin_memory",
+    "aten::is_pinned",
 ];
 
 const DATA_DEPENDENT: &[&str] = &[
@@ -313,13 +317,17 @@ impl<'t> Analysis<'t> {
     pub fn with_host_batch(mut self, storages: impl IntoIterator<Item = usize>) -> Self {
         self.host_batch = storages.into_iter().filter(|s| *s != 0).collect();
         // The batch converted on the host (`to_kind`, `to(Device::Cpu, kind)`)
-        // is the same data in a new storage: its move is still the batch's. One
-        // step only: on the CPU a conversion after the move looks the same.
+        // or pinned (`pin_memory`) is the same data in a new storage: its move
+        // is still the batch's. One step only: on the CPU a conversion after
+        // the move looks the same.
         let handed_over = self.host_batch.clone();
         for record in &self.trace.records {
             let converts_on_host = record.parent.is_none()
                 && record.output != 0
-                && matches!(&*record.name, "aten::to" | "aten::_to_copy")
+                && matches!(
+                    &*record.name,
+                    "aten::to" | "aten::_to_copy" | "aten::pin_memory"
+                )
                 && record.target_device.is_none_or(|d| d.is_cpu());
             if converts_on_host {
                 let args = &self.trace.args[record.args.clone()];
@@ -662,7 +670,15 @@ impl<'t> Analysis<'t> {
                 }
                 continue;
             }
-            if record.has(MISPLACED_ARG) {
+            // The loader's work on its batch before the move (`narrow`, `i`,
+            // views and conversions of a batch handed over on the host) is
+            // host work by design, not a tensor left behind.
+            let on_host_batch = !self.host_batch.is_empty()
+                && args.iter().any(|a| self.host_batch.contains(&a.storage))
+                && args.iter().all(|a| {
+                    a.is_cpu_scalar() || (a.device.is_cpu() && self.host_batch.contains(&a.storage))
+                });
+            if record.has(MISPLACED_ARG) && !on_host_batch {
                 for arg in args {
                     if let Some(why) = self.misplacement(arg) {
                         findings.push(PlacementFinding::Misplaced {
@@ -1040,6 +1056,55 @@ mod tests {
             PlacementFinding::HostToDevice { sizes, on_device: true, .. } if sizes == &[3i64]
         ));
         assert_eq!(findings[1].call(), &site(5));
+    }
+
+    #[test]
+    fn a_host_batch_pinned_then_copied_without_waiting_is_a_batch_upload_that_does_not_wait() {
+        let cpu = |storage| arg(ArgDevice::Cpu, Kind::Float, &[16, 8], storage);
+        let cuda = |storage| arg(ArgDevice::Cuda(0), Kind::Float, &[16, 8], storage);
+        let mut trace = Trace::default();
+        // xs.pin_memory(device): a new (pinned) host storage of the batch's data.
+        let pin = trace.push("aten::pin_memory", None, 0, vec![cpu(1)]);
+        trace.records[pin].output = 2;
+        trace.records[pin].flags |= MISPLACED_ARG;
+        trace.push("aten::_pin_memory", Some(pin), 0, vec![cpu(1)]);
+        // .to_device_(device, kind, true, false): a non-blocking copy from it.
+        let to = trace.push("aten::to", None, 0, vec![cpu(2)]);
+        let copy = trace.push("aten::_to_copy", Some(to), 0, vec![cpu(2)]);
+        trace.records[copy].target_device = Some(ArgDevice::Cuda(0));
+        let copied = trace.push("aten::copy_", Some(copy), 0, vec![cuda(3), cpu(2)]);
+        trace.records[copied].flags |= NON_BLOCKING | PINNED_SOURCE;
+        let calls = calls_for(&trace, &[(pin, site(7)), (to, site(7))]);
+        let findings = Analysis::with_calls(&trace, expect(DeviceSpec::Cuda(0)), calls)
+            .with_host_batch([1])
+            .placement(&[]);
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert!(
+            matches!(
+                &findings[0],
+                PlacementFinding::BatchUpload { blocking: Some(false), sizes, .. } if sizes == &[16i64, 8]
+            ),
+            "{findings:?}"
+        );
+    }
+
+    #[test]
+    fn the_loader_s_views_of_a_host_batch_are_host_work_on_a_device() {
+        let cpu = |sizes: &[i64], storage| arg(ArgDevice::Cpu, Kind::Float, sizes, storage);
+        let cuda = |storage| arg(ArgDevice::Cuda(0), Kind::Float, &[64, 128], storage);
+        let mut trace = Trace::default();
+        // batch.narrow(1, 0, 128): a view of the batch, on the host.
+        let narrow = trace.push("aten::narrow", None, 0, vec![cpu(&[64, 129], 1)]);
+        trace.records[narrow].flags |= MISPLACED_ARG;
+        // Used with the step's tensors without a move: still a misplacement.
+        let add = trace.push("aten::add", None, 0, vec![cuda(5), cpu(&[64, 128], 1)]);
+        trace.records[add].flags |= MISPLACED_ARG;
+        let calls = calls_for(&trace, &[(narrow, site(148)), (add, site(150))]);
+        let findings = Analysis::with_calls(&trace, expect(DeviceSpec::Cuda(0)), calls)
+            .with_host_batch([1])
+            .placement(&[]);
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert_eq!(findings[0].call(), &site(150));
     }
 
     #[test]
