@@ -322,13 +322,13 @@ impl<'t> Analysis<'t> {
         // the move looks the same.
         let handed_over = self.host_batch.clone();
         for record in &self.trace.records {
+            // (pin_memory's device names the accelerator it pins for; its
+            // output is host memory all the same.)
             let converts_on_host = record.parent.is_none()
                 && record.output != 0
-                && matches!(
-                    &*record.name,
-                    "aten::to" | "aten::_to_copy" | "aten::pin_memory"
-                )
-                && record.target_device.is_none_or(|d| d.is_cpu());
+                && (&*record.name == "aten::pin_memory"
+                    || (matches!(&*record.name, "aten::to" | "aten::_to_copy")
+                        && record.target_device.is_none_or(|d| d.is_cpu())));
             if converts_on_host {
                 let args = &self.trace.args[record.args.clone()];
                 if args
@@ -1066,6 +1066,7 @@ mod tests {
         // xs.pin_memory(device): a new (pinned) host storage of the batch's data.
         let pin = trace.push("aten::pin_memory", None, 0, vec![cpu(1)]);
         trace.records[pin].output = 2;
+        trace.records[pin].target_device = Some(ArgDevice::Cuda(0));
         trace.records[pin].flags |= MISPLACED_ARG;
         trace.push("aten::_pin_memory", Some(pin), 0, vec![cpu(1)]);
         // .to_device_(device, kind, true, false): a non-blocking copy from it.
