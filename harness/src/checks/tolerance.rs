@@ -610,7 +610,7 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
         // No float64 truth: the CPU in the case's dtype is the reference, and a
         // ratio of errors against it would read as infinite.
         format!(
-            "{n} tensors within assert_close's {}'s defaults of {baseline_name} after {} steps \
+            "{n} tensors within assert_close's {} defaults of {baseline_name} after {} steps \
              (the reference is the case's own dtype: `Case::reference_dtype`){note}",
             kind_name(case.kind()),
             case.tolerance_steps,
