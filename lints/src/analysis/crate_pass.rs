@@ -677,16 +677,37 @@ impl<'a> CrateIndex<'a> {
         }
         match ty {
             TypeRef::Named(name) if name == "Tensor" => Some(TyKind::Tensor),
-            TypeRef::Named(name) => Some(TyKind::Named(self.unaliased(name, from).to_owned())),
+            TypeRef::Named(name) | TypeRef::Instance { name, .. } => {
+                Some(TyKind::Named(self.unaliased(name, from).to_owned()))
+            }
             TypeRef::Written(kind) => Some(kind.clone()),
             TypeRef::Field { base, field } => match self.resolve_within(base, from, depth + 1) {
                 Some(TyKind::Named(owner)) if self.structs.contains_key(owner.as_str()) => {
                     let structs = self.structs.get(owner.as_str())?;
+                    // `self.model` in `impl Robot<Agent>`, `model: M`: an `Agent`.
+                    let args = match &**base {
+                        TypeRef::Instance { args, .. } => args.as_slice(),
+                        _ => &[],
+                    };
                     let kinds: Vec<&TyKind> = structs
                         .iter()
                         .filter(|(file, _)| from.is_none_or(|u| self.rank(u, *file).is_some()))
                         .flat_map(|(_, s)| {
-                            s.fields.iter().filter(|(n, _)| n == field).map(|(_, k)| k)
+                            let argument = s
+                                .param_fields
+                                .iter()
+                                .find(|(n, _)| n == field)
+                                .and_then(|(_, position)| args.get(*position))
+                                .filter(|a| !matches!(a, TyKind::Other));
+                            match argument {
+                                Some(argument) => vec![argument],
+                                None => s
+                                    .fields
+                                    .iter()
+                                    .filter(|(n, _)| n == field)
+                                    .map(|(_, k)| k)
+                                    .collect(),
+                            }
                         })
                         .collect();
                     self.common_field(&kinds)

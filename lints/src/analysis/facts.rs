@@ -166,6 +166,10 @@ pub struct LoopFacts {
     /// an episode of environment steps), where a loop over a collection
     /// walks over data or over parts of one step (layers, heads).
     pub repeats: bool,
+    /// It walks over a collection held in a field of `self` (`for layer in
+    /// &self.layers`, `self.heads.iter().map(..)`): the parts of one model,
+    /// so a model run in it is one forward pass, not a loop of steps.
+    pub over_components: bool,
 }
 
 /// A syntactic type, classified.
@@ -251,6 +255,10 @@ pub struct StructFacts {
     pub name: String,
     /// Field names (tuple fields as `0`, `1`, ...) and types.
     pub fields: Vec<(String, TyKind)>,
+    /// Fields whose type is one of the struct's type parameters (`model: M`,
+    /// also behind `Box`, `Option`, `&`), by the parameter's position: an impl
+    /// for `Robot<Agent>` knows `self.model` is an `Agent`.
+    pub param_fields: Vec<(String, usize)>,
     /// It derives setters named after its fields (`#[derive(Setters)]`,
     /// `#[derive(Builder)]`): `builder.vs(store)` stores into `vs`.
     pub setters: bool,

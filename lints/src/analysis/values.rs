@@ -27,6 +27,14 @@ use crate::rules::Need;
 pub enum TypeRef {
     /// A type by the last segment of its path (`Critic`, `Tensor`).
     Named(String),
+    /// A generic type with its type arguments (`self` in `impl Robot<Agent>`):
+    /// a field typed by a parameter is the argument.
+    Instance {
+        /// The type's last path segment.
+        name: String,
+        /// Its type arguments, classified, in order.
+        args: Vec<TyKind>,
+    },
     /// A field of a value.
     Field {
         /// The value the field is read from.

@@ -34,8 +34,8 @@ mod syntax;
 
 pub(crate) use syntax::first_span;
 use syntax::{
-    expr_attrs, is_part, is_self, path_has_segment, root_ident, splits_a_tensor, strip_references,
-    takes_next, type_name,
+    expr_attrs, is_part, is_self, param_of, path_has_segment, root_ident, splits_a_tensor,
+    strip_references, takes_next, type_args, type_name,
 };
 
 /// How deep the walker follows nested expressions before giving up on the
@@ -241,6 +241,9 @@ pub(crate) struct Walker<'a> {
     pub(crate) too_deep: bool,
     /// The last `.try_into()` seen: (receiver, where, by reference, a loop item).
     last_try_into: Option<(Val, Loc, bool, bool)>,
+    /// The type arguments of the impl being walked (`Agent` in `impl
+    /// Robot<Agent>`), classified; empty outside impls or where none says more.
+    impl_args: Vec<TyKind>,
 }
 
 impl<'a> Walker<'a> {
@@ -265,6 +268,7 @@ impl<'a> Walker<'a> {
             depth: 0,
             too_deep: false,
             last_try_into: None,
+            impl_args: Vec::new(),
         }
     }
 
@@ -341,6 +345,16 @@ impl<'a> Walker<'a> {
                     .and_then(|(_, path, _)| path.segments.last())
                     .map(|s| s.ident.to_string());
                 let impl_generics = generic_bounds(&imp.generics);
+                let args = type_args(&imp.self_ty)
+                    .iter()
+                    .map(|t| classify_in(t, owner.as_deref(), &impl_generics))
+                    .collect::<Vec<_>>();
+                // Only arguments that name something help a field's type.
+                w.impl_args = if args.iter().any(|a| !matches!(a, TyKind::Other)) {
+                    args
+                } else {
+                    Vec::new()
+                };
                 for member in &imp.items {
                     if let ImplItem::Fn(m) = member {
                         w.with_item_cold(&m.attrs, |w| {
@@ -357,6 +371,7 @@ impl<'a> Walker<'a> {
                         });
                     }
                 }
+                w.impl_args.clear();
             }),
             Item::Trait(t) => self.with_item_cold(&t.attrs, |w| {
                 w.facts.traits.push(TraitFacts {
@@ -410,10 +425,29 @@ impl<'a> Walker<'a> {
                         (field, classify_in(&f.ty, Some(&name), &generics))
                     })
                     .collect();
+                let params: Vec<String> = s
+                    .generics
+                    .type_params()
+                    .map(|p| p.ident.to_string())
+                    .collect();
+                let param_fields = s
+                    .fields
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, f)| {
+                        let field = f
+                            .ident
+                            .as_ref()
+                            .map_or_else(|| i.to_string(), ToString::to_string);
+                        let param = param_of(&f.ty)?;
+                        Some((field, params.iter().position(|p| *p == param)?))
+                    })
+                    .collect();
                 let setters = derives_setters(&s.attrs);
                 self.facts.structs.push(StructFacts {
                     name,
                     fields,
+                    param_fields,
                     setters,
                 });
             }
@@ -441,6 +475,7 @@ impl<'a> Walker<'a> {
                     self.facts.structs.push(StructFacts {
                         name: format!("{name}::{}", variant.ident),
                         fields,
+                        param_fields: Vec::new(),
                         setters: false,
                     });
                 }
@@ -591,6 +626,13 @@ impl<'a> Walker<'a> {
                 FnArg::Receiver(_) => {
                     let value = match self.fn_state.self_ty.as_deref() {
                         Some("Tensor") => Val::tensor_at(place),
+                        Some(ty) if !self.impl_args.is_empty() && !in_trait => Val::Deferred(
+                            TypeRef::Instance {
+                                name: ty.to_owned(),
+                                args: self.impl_args.clone(),
+                            },
+                            place,
+                        ),
                         Some(ty) => Val::Deferred(TypeRef::Named(ty.to_owned()), place),
                         None => Val::Unknown,
                     };

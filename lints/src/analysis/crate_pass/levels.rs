@@ -138,6 +138,9 @@ impl CrateIndex<'_> {
                     let Some(f) = facts.function else {
                         continue;
                     };
+                    // A loop over the model's own parts (layers, heads) is one
+                    // forward pass: it holds no steps.
+                    let runs_forward = runs_forward && !facts.over_components;
                     if runs_update || runs_forward || encloses.is_some() {
                         found.looping.insert((file, f));
                         if facts.repeats || encloses.is_some() {
@@ -211,10 +214,12 @@ impl CrateIndex<'_> {
                 steps[loop_id].2 = Some(call.loc.line);
             }
         }
-        // Children come after their parents: fold the nested step loops up.
+        // Children come after their parents: fold the nested step loops up
+        // (not a loop over the model's own parts: that is one forward pass).
         for id in (0..facts.loops.len()).rev() {
             let (runs_update, runs_forward, encloses) = steps[id];
             let child = &facts.loops[id];
+            let runs_forward = runs_forward && !child.over_components;
             if let (Some(parent), true) = (
                 child.parent,
                 child.statement && (runs_update || runs_forward || encloses.is_some()),

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::rules::{self, CalleeName, Conversion, PathCall, Target};
-use syntax::{ends_in_reduction, names_a_kind};
+use syntax::{ends_in_reduction, is_self_field_collection, names_a_kind};
 
 /// A type name that may be a crate's alias of a type tch converts tensors
 /// into: capitalised, and not one of std's or tch's own types.
@@ -309,18 +309,22 @@ impl Walker<'_> {
         let mut args = Vec::with_capacity(m.args.len());
         for arg in &m.args {
             let value = match (arg, &adapter) {
-                (Expr::Closure(c), Some(params)) => self.closure_loop(
-                    c,
-                    params,
-                    matches!(
-                        name.as_str(),
-                        "for_each"
-                            | "try_for_each"
-                            | "for_each_concurrent"
-                            | "try_for_each_concurrent"
-                    ),
-                    parts,
-                ),
+                (Expr::Closure(c), Some(params)) => {
+                    let components = is_self_field_collection(&m.receiver);
+                    self.closure_loop(
+                        c,
+                        params,
+                        matches!(
+                            name.as_str(),
+                            "for_each"
+                                | "try_for_each"
+                                | "for_each_concurrent"
+                                | "try_for_each_concurrent"
+                        ),
+                        parts,
+                        components,
+                    )
+                }
                 // `losses.iter().map(f32::try_from)`: a point-free conversion
                 // of each element.
                 (Expr::Path(path), Some(params)) => {

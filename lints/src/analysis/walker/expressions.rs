@@ -3,8 +3,8 @@
 
 use super::*;
 use syntax::{
-    drives_requests, driving_tensor_iter, is_last_step, is_none_pattern, is_periodic, is_range,
-    moves_its_input, starts_with_request,
+    counts_components, drives_requests, driving_tensor_iter, is_last_step, is_none_pattern,
+    is_periodic, is_range, is_self_field_collection, moves_its_input, starts_with_request,
 };
 
 impl Walker<'_> {
@@ -324,7 +324,9 @@ impl Walker<'_> {
         if drives_requests(&f.expr) {
             self.mark_loop(|l| l.request = true);
         }
-        if is_range(&f.expr) {
+        if is_self_field_collection(&f.expr) || (is_range(&f.expr) && counts_components(&f.expr)) {
+            self.mark_loop(|l| l.over_components = true);
+        } else if is_range(&f.expr) {
             self.mark_loop(|l| l.repeats = true);
         }
         // `for v in t.iter::<f64>()` reads one element per iteration of this
@@ -455,8 +457,12 @@ impl Walker<'_> {
         params: &[Val],
         statement: bool,
         parts: bool,
+        components: bool,
     ) -> Val {
         let saved = self.enter_loop(statement, c.or1_token.span.start().line);
+        if components {
+            self.mark_loop(|l| l.over_components = true);
+        }
         self.push_scope();
         self.fn_state.binding_items = true;
         self.fn_state.binding_parts = parts;

@@ -11,6 +11,95 @@ pub(super) fn type_name(ty: &Type) -> Option<String> {
     }
 }
 
+/// The type arguments written on a type's last path segment (`Agent` in
+/// `Robot<Agent>`).
+pub(super) fn type_args(ty: &Type) -> Vec<&Type> {
+    match ty {
+        Type::Path(p) => match p.path.segments.last().map(|s| &s.arguments) {
+            Some(syn::PathArguments::AngleBracketed(args)) => args
+                .args
+                .iter()
+                .filter_map(|a| match a {
+                    syn::GenericArgument::Type(t) => Some(t),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        },
+        Type::Reference(r) => type_args(&r.elem),
+        _ => Vec::new(),
+    }
+}
+
+/// The type parameter a field's type is, by name, also behind `&`, `Box`,
+/// `Option`, `Rc`, `Arc` and `RefCell` (`model: M`, `net: Box<N>`).
+pub(super) fn param_of(ty: &Type) -> Option<String> {
+    match ty {
+        Type::Reference(r) => param_of(&r.elem),
+        Type::Paren(p) => param_of(&p.elem),
+        Type::Path(p) if p.qself.is_none() => {
+            let last = p.path.segments.last()?;
+            if p.path.segments.len() == 1 && last.arguments.is_empty() {
+                return Some(last.ident.to_string());
+            }
+            match last.ident.to_string().as_str() {
+                "Box" | "Option" | "Rc" | "Arc" | "RefCell" => {
+                    type_args(ty).first().and_then(|t| param_of(t))
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Whether a range counts a model's parts: its end names layers, blocks or
+/// heads (`0..self.n_layers`, `0..config.num_hidden_layers`), as an encoder
+/// that shares one layer's weights runs it (ALBERT).
+pub(super) fn counts_components(iterable: &Expr) -> bool {
+    let end = match iterable {
+        Expr::Range(r) => r.end.as_deref(),
+        Expr::Paren(p) => return counts_components(&p.expr),
+        Expr::MethodCall(m) => return counts_components(&m.receiver),
+        _ => None,
+    };
+    let Some(end) = end else {
+        return false;
+    };
+    let text = quote::ToTokens::to_token_stream(end)
+        .to_string()
+        .to_lowercase();
+    ["layer", "block", "head"]
+        .iter()
+        .any(|part| text.contains(part))
+}
+
+/// Whether an iterated expression is a collection held in a field of `self`
+/// (`&self.layers`, `self.heads.iter()`, `self.encoders.iter().enumerate()`).
+pub(super) fn is_self_field_collection(expr: &Expr) -> bool {
+    match expr {
+        Expr::Reference(r) => is_self_field_collection(&r.expr),
+        Expr::Paren(p) => is_self_field_collection(&p.expr),
+        Expr::Field(f) => is_self(&f.base) || is_self_field_collection(&f.base),
+        Expr::MethodCall(m) => {
+            matches!(
+                m.method.to_string().as_str(),
+                "iter"
+                    | "iter_mut"
+                    | "into_iter"
+                    | "values"
+                    | "values_mut"
+                    | "enumerate"
+                    | "zip"
+                    | "rev"
+                    | "skip"
+                    | "take"
+            ) && is_self_field_collection(&m.receiver)
+        }
+        _ => false,
+    }
+}
+
 pub(super) fn path_has_segment(path: &syn::Path, name: &str) -> bool {
     path.segments.iter().any(|s| s.ident == name)
 }
