@@ -34,7 +34,7 @@ mod syntax;
 
 pub(crate) use syntax::first_span;
 use syntax::{
-    expr_attrs, is_part, is_self, param_of, path_has_segment, root_ident, splits_a_tensor,
+    diverges, expr_attrs, is_part, is_some_pattern, is_self, param_of, path_has_segment, root_ident, splits_a_tensor,
     strip_references, takes_next, type_args, type_name,
 };
 
@@ -933,15 +933,40 @@ impl<'a> Walker<'a> {
             self.fn_state.context.statement,
             self.fn_state.context.cold.clone(),
         );
+        let saved_periodic = self.fn_state.context.periodic.clone();
         let mut value = Val::Other;
         for stmt in &block.stmts {
             value = self.stmt(stmt);
             self.fn_state.context.cold = saved.2.clone();
+            // `if sample.is_some() { return sample; }` with `sample` the next
+            // item of a loader: what follows runs only once the data ran out.
+            if let Stmt::Expr(Expr::If(i), _) = stmt {
+                if i.else_branch.is_none() && diverges(&i.then_branch) {
+                    if let Some(guard) = self.data_present(&i.cond) {
+                        self.fn_state.context.periodic.get_or_insert(guard);
+                    }
+                }
+            }
         }
+        self.fn_state.context.periodic = saved_periodic;
         self.fn_state.context.statement_line = saved.0;
         self.fn_state.context.statement = saved.1;
         self.pop_scope();
         value
+    }
+
+    /// The guard under which code runs when a condition that says a loader's
+    /// next item is there (`batch.is_some()`, `let Some(b) = it.next()`)
+    /// does not hold: the data ran out.
+    fn data_present(&self, cond: &Expr) -> Option<String> {
+        let item = match cond {
+            Expr::MethodCall(m) if m.method == "is_some" || m.method == "is_ok" => &*m.receiver,
+            Expr::Let(l) if is_some_pattern(&l.pat) => &*l.expr,
+            Expr::Paren(p) => return self.data_present(&p.expr),
+            _ => return None,
+        };
+        self.takes_next_item(item)
+            .then(|| format!("{} is None", self.source_of(item)))
     }
 
     /// Starts a new statement at `line`, with the coldness of its attributes.

@@ -285,7 +285,10 @@ impl Walker<'_> {
         self.pop_scope();
         match &i.else_branch {
             Some((_, else_expr)) => {
-                let else_value = self.expr(else_expr);
+                // `if let Some(b) = loader.next_batch() { .. } else { .. }`:
+                // the else branch runs once the data ran out.
+                let ran_out = self.data_present(&i.cond);
+                let else_value = self.guarded(ran_out, |w| w.expr(else_expr));
                 then_value.join(else_value)
             }
             None => Val::Other,

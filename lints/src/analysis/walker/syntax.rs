@@ -410,6 +410,44 @@ pub(super) fn is_none_pattern(pat: &Pat) -> bool {
     }
 }
 
+/// Whether a pattern takes the value out of a `Some` or an `Ok`.
+pub(super) fn is_some_pattern(pat: &Pat) -> bool {
+    match pat {
+        Pat::TupleStruct(ts) => ts
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "Some" || s.ident == "Ok"),
+        Pat::Paren(p) => is_some_pattern(&p.pat),
+        _ => false,
+    }
+}
+
+/// Whether a block always leaves the code after it: it ends in `return`,
+/// `continue` or `break` (as a statement or its tail).
+pub(super) fn diverges(block: &syn::Block) -> bool {
+    match block.stmts.last() {
+        Some(syn::Stmt::Expr(expr, _)) => matches!(
+            strip_parens(expr),
+            Expr::Return(_) | Expr::Continue(_) | Expr::Break(_)
+        ),
+        Some(syn::Stmt::Macro(m)) => m
+            .mac
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| matches!(s.ident.to_string().as_str(), "panic" | "unreachable" | "bail")),
+        _ => false,
+    }
+}
+
+fn strip_parens(expr: &Expr) -> &Expr {
+    match expr {
+        Expr::Paren(p) => strip_parens(&p.expr),
+        _ => expr,
+    }
+}
+
 /// Whether an expression takes the next item of an iterator or a data
 /// loader (`iter.next()`, `loader.next_batch()`): `None` means the data
 /// ran out, once per pass over it.
