@@ -34,8 +34,8 @@ mod syntax;
 
 pub(crate) use syntax::first_span;
 use syntax::{
-    diverges, expr_attrs, is_part, is_some_pattern, is_self, param_of, path_has_segment, root_ident, splits_a_tensor,
-    strip_references, takes_next, type_args, type_name,
+    diverges, expr_attrs, is_part, is_self, is_some_pattern, param_of, path_has_segment,
+    root_ident, splits_a_tensor, strip_references, takes_next, type_args, type_name,
 };
 
 /// How deep the walker follows nested expressions before giving up on the

@@ -431,12 +431,12 @@ pub(super) fn diverges(block: &syn::Block) -> bool {
             strip_parens(expr),
             Expr::Return(_) | Expr::Continue(_) | Expr::Break(_)
         ),
-        Some(syn::Stmt::Macro(m)) => m
-            .mac
-            .path
-            .segments
-            .last()
-            .is_some_and(|s| matches!(s.ident.to_string().as_str(), "panic" | "unreachable" | "bail")),
+        Some(syn::Stmt::Macro(m)) => m.mac.path.segments.last().is_some_and(|s| {
+            matches!(
+                s.ident.to_string().as_str(),
+                "panic" | "unreachable" | "bail"
+            )
+        }),
         _ => false,
     }
 }
