@@ -15,34 +15,21 @@ use std::path::{Path, PathBuf};
 
 use devcheck_report::dump::keys;
 use safetensors::tensor::{Dtype, View};
-use safetensors::SafeTensorError;
 use tch::Tensor;
 use thiserror::Error;
 
 use crate::case::Named;
 use crate::device::DeviceSpec;
 
-/// Why a dump could not be written or read.
+/// Why a dump could not be written: what devcheck-report's reader says of a
+/// file (I/O, not safetensors), or a tensor that cannot go into one.
 #[derive(Debug, Error)]
 pub enum DumpError {
-    /// The file could not be read or written.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// What the system said.
-        source: std::io::Error,
-    },
-    /// The file is not a valid safetensors file.
-    #[error("{path}: not a safetensors file ({source})")]
-    Format {
-        /// The file.
-        path: PathBuf,
-        /// What the parser said.
-        source: SafeTensorError,
-    },
-    /// A tensor of a dtype safetensors (or this reader) does not carry.
-    #[error("{path}: tensor `{name}` has dtype {dtype}, which devcheck cannot {action}")]
+    /// The file could not be written, or safetensors refused it.
+    #[error(transparent)]
+    File(#[from] devcheck_report::dump::DumpError),
+    /// A tensor of a dtype safetensors does not carry.
+    #[error("{path}: tensor `{name}` has dtype {dtype}, which devcheck cannot write")]
     Dtype {
         /// The file.
         path: PathBuf,
@@ -50,8 +37,6 @@ pub enum DumpError {
         name: String,
         /// Its dtype.
         dtype: String,
-        /// `read` or `write`.
-        action: &'static str,
     },
     /// libtorch failed while converting a tensor.
     #[error("{path}: tensor `{name}`: {source}")]
@@ -104,7 +89,6 @@ fn bytes_of(path: &Path, name: &str, tensor: &Tensor) -> Result<Bytes, DumpError
         path: path.to_owned(),
         name: name.to_owned(),
         dtype: format!("{:?}", tensor.kind()),
-        action: "write",
     })?;
     let host = tensor
         .f_detach()
@@ -128,7 +112,7 @@ pub fn write(
     tensors: &[(String, Tensor)],
     metadata: &BTreeMap<String, String>,
 ) -> Result<(), DumpError> {
-    let io = |source| DumpError::Io {
+    let io = |source| devcheck_report::dump::DumpError::Io {
         path: path.to_owned(),
         source,
     };
@@ -141,7 +125,7 @@ pub fn write(
         bytes.iter().map(|(name, b)| (name.as_str(), b)),
         &Some(metadata),
     )
-    .map_err(|source| DumpError::Format {
+    .map_err(|source| devcheck_report::dump::DumpError::Format {
         path: path.to_owned(),
         source,
     })?;

@@ -413,18 +413,7 @@ impl<'a> Walker<'a> {
             Item::Struct(s) => {
                 let name = s.ident.to_string();
                 let generics = generic_bounds(&s.generics);
-                let fields = s
-                    .fields
-                    .iter()
-                    .enumerate()
-                    .map(|(i, f)| {
-                        let field = f
-                            .ident
-                            .as_ref()
-                            .map_or_else(|| i.to_string(), ToString::to_string);
-                        (field, classify_in(&f.ty, Some(&name), &generics))
-                    })
-                    .collect();
+                let fields = classify_fields(&s.fields, &name, &generics);
                 let params: Vec<String> = s
                     .generics
                     .type_params()
@@ -435,12 +424,8 @@ impl<'a> Walker<'a> {
                     .iter()
                     .enumerate()
                     .filter_map(|(i, f)| {
-                        let field = f
-                            .ident
-                            .as_ref()
-                            .map_or_else(|| i.to_string(), ToString::to_string);
                         let param = param_of(&f.ty)?;
-                        Some((field, params.iter().position(|p| *p == param)?))
+                        Some((field_name(i, f), params.iter().position(|p| *p == param)?))
                     })
                     .collect();
                 let setters = derives_setters(&s.attrs);
@@ -460,18 +445,7 @@ impl<'a> Walker<'a> {
                     if variant.fields.is_empty() {
                         continue;
                     }
-                    let fields = variant
-                        .fields
-                        .iter()
-                        .enumerate()
-                        .map(|(i, f)| {
-                            let field = f
-                                .ident
-                                .as_ref()
-                                .map_or_else(|| i.to_string(), ToString::to_string);
-                            (field, classify_in(&f.ty, Some(&name), &generics))
-                        })
-                        .collect();
+                    let fields = classify_fields(&variant.fields, &name, &generics);
                     self.facts.structs.push(StructFacts {
                         name: format!("{name}::{}", variant.ident),
                         fields,
@@ -1519,6 +1493,27 @@ fn tensor_constructor(name: &str, args: &[Val], first: Option<&Expr>) -> Val {
         mask: false,
         zero_dim_if,
     })
+}
+
+/// A field's name: its identifier, or its position in a tuple struct.
+fn field_name(position: usize, field: &syn::Field) -> String {
+    field
+        .ident
+        .as_ref()
+        .map_or_else(|| position.to_string(), ToString::to_string)
+}
+
+/// A struct's (or variant's) fields by name, their types classified.
+fn classify_fields(
+    fields: &syn::Fields,
+    owner: &str,
+    generics: &[(String, TyKind)],
+) -> Vec<(String, TyKind)> {
+    fields
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (field_name(i, f), classify_in(&f.ty, Some(owner), generics)))
+        .collect()
 }
 
 fn field_val(base: Val, member: &Member) -> Val {
