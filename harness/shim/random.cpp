@@ -141,23 +141,29 @@ at::Tensor narrower_like(const at::Tensor& self) {
       self.sizes(), self.options().dtype(static_cast<at::ScalarType>(reference_draw_dtype.load())));
 }
 
-// The CPU's own kernels, called directly: the dispatcher would call these again.
-at::Tensor& reference_normal(at::Tensor& self, double mean, double std, devcheck_shim::optional<at::Generator> generator) {
+// `fill(tensor)` is the CPU's own kernel, called directly (the dispatcher
+// would call the replacement again): on `self`, or on a narrower tensor that
+// `self` then takes, widened.
+template <typename Fill>
+at::Tensor& fill_as_drawn(at::Tensor& self, Fill fill) {
   if (!draws_narrower(self)) {
-    return at::native::normal_(self, mean, std, generator);
+    return fill(self);
   }
   auto drawn = narrower_like(self);
-  at::native::normal_(drawn, mean, std, generator);
+  fill(drawn);
   return self.copy_(drawn);
 }
 
+at::Tensor& reference_normal(at::Tensor& self, double mean, double std, devcheck_shim::optional<at::Generator> generator) {
+  return fill_as_drawn(self, [&](at::Tensor& t) -> at::Tensor& {
+    return at::native::normal_(t, mean, std, generator);
+  });
+}
+
 at::Tensor& reference_uniform(at::Tensor& self, double from, double to, devcheck_shim::optional<at::Generator> generator) {
-  if (!draws_narrower(self)) {
-    return at::native::uniform_(self, from, to, generator);
-  }
-  auto drawn = narrower_like(self);
-  at::native::uniform_(drawn, from, to, generator);
-  return self.copy_(drawn);
+  return fill_as_drawn(self, [&](at::Tensor& t) -> at::Tensor& {
+    return at::native::uniform_(t, from, to, generator);
+  });
 }
 
 }  // namespace

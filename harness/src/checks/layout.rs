@@ -239,31 +239,22 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
             metrics,
         ));
     }
-    let tf32_only: Vec<&str> = tensors
-        .iter()
-        .filter(|t| t.tf32_admitted)
-        .map(|t| t.name.as_str())
-        .collect();
-    if !tf32_only.is_empty() {
+    let admitted_by = |admitted: fn(&LayoutTensor) -> bool| {
+        let names = tensors
+            .iter()
+            .filter(|t| admitted(t))
+            .map(|t| t.name.as_str());
+        Some(super::quoted_names(names)).filter(|list| !list.is_empty())
+    };
+    if let Some(tf32_only) = admitted_by(|t| t.tf32_admitted) {
         what.push_str(&format!(
-            "; within TF32's rounding only: {} (another layout took a TF32 kernel)",
-            tf32_only
-                .iter()
-                .map(|n| format!("`{n}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            "; within TF32's rounding only: {tf32_only} (another layout took a TF32 kernel)"
         ));
     }
-    let rounding_only: Vec<String> = tensors
-        .iter()
-        .filter(|t| t.rounding_admitted)
-        .map(|t| format!("`{}`", t.name))
-        .collect();
-    if !rounding_only.is_empty() {
+    if let Some(rounding_only) = admitted_by(|t| t.rounding_admitted) {
         what.push_str(&format!(
-            "; within assert_close's defaults of the contiguous run only: {} (rounding, as a \
-             sum taken in another order)",
-            rounding_only.join(", ")
+            "; within assert_close's defaults of the contiguous run only: {rounding_only} \
+             (rounding, as a sum taken in another order)"
         ));
     }
     let worst = tensors

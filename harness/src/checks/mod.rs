@@ -82,3 +82,12 @@ pub fn run(check: Check, state: &CaseState, device: DeviceSpec) -> Result<Verdic
         Check::Repeatability => repeatability::run(case, device, state),
     }
 }
+
+/// Tensor names as a message lists them: `` `loss`, `grad.fc.weight` ``.
+pub(crate) fn quoted_names<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
+    names
+        .into_iter()
+        .map(|name| format!("`{name}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -408,6 +408,7 @@ fn assert_snapshot(
         }
         return Ok(());
     }
+    // A difference: the message says what changed and how to review it.
     let accept = if dir.join(format!("{name}.snap.new")).exists() {
         format!(
             "review it with `cargo devcheck review` (or `cargo insta review` where cargo-insta is \
@@ -422,35 +423,30 @@ fn assert_snapshot(
              commit {reviewed_name}"
         )
     };
-    match result {
-        Ok(()) => Ok(()),
-        Err(_) if first_run => {
-            eprintln!("devcheck: {case}: the first readbacks snapshot would record:\n{content}");
-            Err(format!(
-                "no reviewed snapshot of this case's host syncs yet (it would record: {}); {accept}",
-                content.lines().collect::<Vec<_>>().join("; ")
-            ))
-        }
-        Err(_) => {
-            let mut what = Vec::new();
-            if !change.new_reads.is_empty() {
-                what.push(format!("new: {}", change.new_reads.join(", ")));
-            }
-            if !change.gone.is_empty() {
-                what.push(format!("no longer seen: {}", change.gone.join(", ")));
-            }
-            if what.is_empty() {
-                what.push(format!(
-                    "now: {}",
-                    content.lines().collect::<Vec<_>>().join("; ")
-                ));
-            }
-            Err(format!(
-                "host syncs differ from the reviewed snapshot ({}); {accept}",
-                what.join("; ")
-            ))
-        }
+    if first_run {
+        eprintln!("devcheck: {case}: the first readbacks snapshot would record:\n{content}");
+        return Err(format!(
+            "no reviewed snapshot of this case's host syncs yet (it would record: {}); {accept}",
+            content.lines().collect::<Vec<_>>().join("; ")
+        ));
     }
+    let mut what = Vec::new();
+    if !change.new_reads.is_empty() {
+        what.push(format!("new: {}", change.new_reads.join(", ")));
+    }
+    if !change.gone.is_empty() {
+        what.push(format!("no longer seen: {}", change.gone.join(", ")));
+    }
+    if what.is_empty() {
+        what.push(format!(
+            "now: {}",
+            content.lines().collect::<Vec<_>>().join("; ")
+        ));
+    }
+    Err(format!(
+        "host syncs differ from the reviewed snapshot ({}); {accept}",
+        what.join("; ")
+    ))
 }
 
 #[cfg(test)]

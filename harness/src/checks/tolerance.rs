@@ -594,16 +594,16 @@ pub fn run(case: &Case, device: DeviceSpec, state: &CaseState) -> Result<Verdict
     } else {
         note
     };
-    let by_rounding: Vec<String> = judged
-        .iter()
-        .filter(|j| j.rounding_admitted)
-        .map(|j| format!("`{}`", j.name))
-        .collect();
+    let by_rounding = super::quoted_names(
+        judged
+            .iter()
+            .filter(|j| j.rounding_admitted)
+            .map(|j| j.name.as_str()),
+    );
     if !by_rounding.is_empty() {
         note.push_str(&format!(
-            "; beyond the bound but within assert_close's defaults of {baseline_name}: {} \
-             (rounding, as a large sum taken in another order)",
-            by_rounding.join(", ")
+            "; beyond the bound but within assert_close's defaults of {baseline_name}: \
+             {by_rounding} (rounding, as a large sum taken in another order)"
         ));
     }
     let message = if on_accelerator && reference_is_case_dtype {
