@@ -124,29 +124,25 @@ fn map(value: TyKind) -> TyKind {
     }
 }
 
+/// The type arguments of a path segment, in order (`K`, `V` in `HashMap<K, V>`).
+pub(crate) fn type_arguments(arguments: &PathArguments) -> impl Iterator<Item = &Type> {
+    let args = match arguments {
+        PathArguments::AngleBracketed(args) => Some(args.args.iter()),
+        _ => None,
+    };
+    args.into_iter().flatten().filter_map(|a| match a {
+        GenericArgument::Type(t) => Some(t),
+        _ => None,
+    })
+}
+
 /// The `n`th type argument of a path segment (`V` in `HashMap<K, V>`).
 fn nth_generic(arguments: &PathArguments, n: usize) -> Option<&Type> {
-    match arguments {
-        PathArguments::AngleBracketed(args) => args
-            .args
-            .iter()
-            .filter_map(|a| match a {
-                GenericArgument::Type(t) => Some(t),
-                _ => None,
-            })
-            .nth(n),
-        _ => None,
-    }
+    type_arguments(arguments).nth(n)
 }
 
 fn first_generic(arguments: &PathArguments) -> Option<&Type> {
-    match arguments {
-        PathArguments::AngleBracketed(args) => args.args.iter().find_map(|a| match a {
-            GenericArgument::Type(t) => Some(t),
-            _ => None,
-        }),
-        _ => None,
-    }
+    type_arguments(arguments).next()
 }
 
 /// The first trait of a list of bounds, by name; the `Fn` traits by what

@@ -15,17 +15,12 @@ pub(super) fn type_name(ty: &Type) -> Option<String> {
 /// `Robot<Agent>`).
 pub(super) fn type_args(ty: &Type) -> Vec<&Type> {
     match ty {
-        Type::Path(p) => match p.path.segments.last().map(|s| &s.arguments) {
-            Some(syn::PathArguments::AngleBracketed(args)) => args
-                .args
-                .iter()
-                .filter_map(|a| match a {
-                    syn::GenericArgument::Type(t) => Some(t),
-                    _ => None,
-                })
-                .collect(),
-            _ => Vec::new(),
-        },
+        Type::Path(p) => p
+            .path
+            .segments
+            .last()
+            .map(|s| crate::analysis::types::type_arguments(&s.arguments).collect())
+            .unwrap_or_default(),
         Type::Reference(r) => type_args(&r.elem),
         _ => Vec::new(),
     }
@@ -55,7 +50,8 @@ pub(super) fn param_of(ty: &Type) -> Option<String> {
 
 /// Whether a range counts a model's parts: its end names layers, blocks or
 /// heads (`0..self.n_layers`, `0..config.num_hidden_layers`), as an encoder
-/// that shares one layer's weights runs it (ALBERT).
+/// that shares one layer's weights runs it (ALBERT); not a size or length
+/// named after them (`0..block_size` counts tokens).
 pub(super) fn counts_components(iterable: &Expr) -> bool {
     let end = match iterable {
         Expr::Range(r) => r.end.as_deref(),
@@ -69,9 +65,15 @@ pub(super) fn counts_components(iterable: &Expr) -> bool {
     let text = quote::ToTokens::to_token_stream(end)
         .to_string()
         .to_lowercase();
-    ["layer", "block", "head"]
-        .iter()
-        .any(|part| text.contains(part))
+    let words: Vec<&str> = text
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let parts = ["layer", "layers", "block", "blocks", "head", "heads"];
+    words.iter().any(|w| parts.contains(w))
+        && !words
+            .iter()
+            .any(|w| matches!(*w, "size" | "len" | "length"))
 }
 
 /// Whether an iterated expression is a collection held in a field of `self`
@@ -564,5 +566,22 @@ pub(crate) fn first_span(expr: &Expr) -> Span {
             .map_or_else(|| r.limits.span(), first_span),
         Expr::Group(g) => first_span(&g.expr),
         other => other.span(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_range_counts_parts_by_their_name_not_by_a_size_named_after_them() {
+        let counts = |source: &str| counts_components(&syn::parse_str(source).unwrap());
+        assert!(counts("0..self.n_layers"));
+        assert!(counts("0..cfg.n_layer"));
+        assert!(counts("(0..config.num_hidden_layers).rev()"));
+        assert!(counts("0..self.n_heads"));
+        assert!(!counts("0..self.block_size"));
+        assert!(!counts("0..max_len"));
+        assert!(!counts("0..steps"));
     }
 }
