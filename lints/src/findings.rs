@@ -26,6 +26,13 @@ struct Read {
     item: bool,
     statement: usize,
     severity: Severity,
+    /// Why the read runs less often than its loop's iterations, where the
+    /// chain to it says so (once per epoch of a function it calls).
+    less_often: Option<String>,
+    /// The read waits once per element of one tensor (an indexed read, at
+    /// the call or down its chain): a defect even where the loop around it
+    /// answers one request per iteration, since one copy would do.
+    piecewise: bool,
 }
 
 /// Findings for every parsed file, sorted by file, line and column.
@@ -36,8 +43,8 @@ pub(crate) fn collect(scanned: &[Scanned<'_>], config: &Config) -> Vec<Finding> 
         if positions.is_empty() {
             continue;
         }
-        let summary = index.summarize();
         let levels = index.loop_levels();
+        let summary = index.summarize(&levels.epochs);
         let hot = index.hot_functions(&levels);
         for (file, &position) in positions.iter().enumerate() {
             let facts = index.facts(file);
@@ -114,6 +121,13 @@ pub(crate) fn collect(scanned: &[Scanned<'_>], config: &Config) -> Vec<Finding> 
                     item: call.item,
                     statement: call.context.statement,
                     severity: Severity::Warning,
+                    piecewise: chain.fix == Fix::Element,
+                    less_often: match (&chain.epoch, &chain.looped) {
+                        (Some(function), None) => Some(format!(
+                            "`{function}` runs a loop of steps of its own and reads outside it, once per call: the call is the once-per-epoch level"
+                        )),
+                        _ => None,
+                    },
                 };
                 let context = Context {
                     periodic: chain.periodic.clone(),
@@ -160,6 +174,8 @@ fn site_read(site: &Site) -> Read {
         item: site.item,
         statement: site.context.statement,
         severity: Severity::Warning,
+        less_often: None,
+        piecewise: site.hit.fix == Fix::Element,
     }
 }
 
@@ -229,6 +245,7 @@ fn judge(
         _ => None,
     };
     let quiet_because = quiet_because
+        .or_else(|| read.less_often.clone())
         .or_else(|| context.periodic.as_ref().map(|g| format!("runs only when `{g}`")))
         .or_else(|| {
             loop_level.per_epoch.map(|inner| {
@@ -238,7 +255,7 @@ fn judge(
             })
         })
         .or_else(|| {
-            loop_level.request.then(|| {
+            (loop_level.request && !read.piecewise).then(|| {
                 format!("runs once per request taken by the loop at line {loop_line}")
             })
         })

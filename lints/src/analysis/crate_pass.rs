@@ -196,6 +196,24 @@ pub(crate) struct Chain {
     /// the call leading to it): a call then syncs once per iteration of
     /// that loop, not once.
     pub looped: Option<String>,
+    /// The function along the chain that runs a loop of steps of its own
+    /// (an epoch of minibatches) with the operation, or the call leading to
+    /// it, outside that loop: a call then syncs once per run of the whole
+    /// loop, the once-per-epoch level, wherever it is made.
+    pub epoch: Option<String>,
+}
+
+impl Chain {
+    /// How little the chain says about a call: guarded, cold, or syncing
+    /// once per iteration of a loop of its own or once per epoch rather
+    /// than once per call. Chains that say more are kept and shown first.
+    fn weakness(&self) -> (bool, bool, bool) {
+        (
+            self.periodic.is_some(),
+            self.cold.is_some(),
+            self.looped.is_some() || self.epoch.is_some(),
+        )
+    }
 }
 
 /// Which functions sync when called, and how.
@@ -913,7 +931,10 @@ impl<'a> CrateIndex<'a> {
     /// loop of their own. A read in a function's own loop is reported there
     /// too, but a loop calling the function waits on every one of its
     /// iterations all the same.
-    pub(crate) fn summarize(&self) -> Summary {
+    /// `epochs`: the functions that run a loop of steps of their own
+    /// (from [`CrateIndex::loop_levels`]); none where only which functions
+    /// sync matters.
+    pub(crate) fn summarize(&self, epochs: &HashSet<FnId>) -> Summary {
         let mut summary = Summary::default();
         // Reads outside loops first: a function keeps a few ways it syncs,
         // and the once-per-call ones say the most.
@@ -954,6 +975,8 @@ impl<'a> CrateIndex<'a> {
                     .context
                     .loop_id
                     .map(|_| self.function((file_index, function)).display_name()),
+                epoch: (site.context.loop_id.is_none() && epochs.contains(&(file_index, function)))
+                    .then(|| self.function((file_index, function)).display_name()),
             };
             offer(&mut summary.syncs, (file_index, function), chain);
         }
@@ -1062,7 +1085,7 @@ impl<'a> CrateIndex<'a> {
                     !self.is_cpu(&condition, file, call.context.function)
                 })
                 .collect();
-            usable.sort_by_key(|c| (c.periodic.is_some(), c.cold.is_some(), c.looped.is_some()));
+            usable.sort_by_key(|c| c.weakness());
             let Some(chain) = usable.first() else {
                 if any {
                     continue;
@@ -1070,10 +1093,9 @@ impl<'a> CrateIndex<'a> {
                 return None;
             };
             syncing += 1;
-            let weakness = |c: &Chain| (c.periodic.is_some(), c.cold.is_some(), c.looped.is_some());
             if chosen
                 .as_ref()
-                .is_none_or(|(_, c)| weakness(c) > weakness(chain))
+                .is_none_or(|(_, c)| c.weakness() > chain.weakness())
             {
                 chosen = Some((callee, (*chain).clone()));
             }
@@ -1119,9 +1141,8 @@ fn offer(syncs: &mut HashMap<FnId, Vec<Chain>>, id: FnId, chain: Chain) -> bool 
     /// Ways kept per function.
     const MAX_CHAINS: usize = 4;
     let chains = syncs.entry(id).or_default();
-    let strength = |c: &Chain| (c.periodic.is_none(), c.cold.is_none(), c.looped.is_none());
     if let Some(existing) = chains.iter_mut().find(|c| c.condition == chain.condition) {
-        if strength(&chain) > strength(existing) {
+        if chain.weakness() < existing.weakness() {
             *existing = chain;
             return true;
         }

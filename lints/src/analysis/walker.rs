@@ -73,6 +73,21 @@ const ELEMENT_ADAPTERS: &[&str] = &[
     "try_for_each_concurrent",
 ];
 
+/// A benchmark harness's methods (criterion's `Bencher`) that run the
+/// closure they are given once per measured iteration. `Iterator::iter`
+/// takes no closure, so a closure argument tells them apart.
+pub(crate) fn is_bench_routine(name: &str) -> bool {
+    matches!(
+        name,
+        "iter"
+            | "iter_batched"
+            | "iter_batched_ref"
+            | "iter_with_setup"
+            | "iter_with_large_drop"
+            | "iter_with_large_setup"
+    )
+}
+
 /// Methods that hand back their receiver's value (`Option`/`Result`
 /// plumbing, references, locks).
 const TRANSPARENT: &[&str] = &[

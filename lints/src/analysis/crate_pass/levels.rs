@@ -51,6 +51,13 @@ impl StepSets {
 /// What the loops of every file of the workspace do.
 pub(crate) struct LoopLevels {
     levels: Vec<Vec<LoopLevel>>,
+    /// Functions that run an update outside loops: each call is one
+    /// optimizer (or environment) step, however rarely it is made.
+    updates: HashSet<FnId>,
+    /// Functions that hold a loop of steps and are no step themselves
+    /// (training for an epoch, a whole episode): a call runs the loop once,
+    /// and their reads outside it run once per call, not per step.
+    pub(crate) epochs: HashSet<FnId>,
 }
 
 impl LoopLevels {
@@ -109,6 +116,10 @@ impl CrateIndex<'_> {
                     };
                     let id = (file, function);
                     let callees = &resolved[file][index];
+                    // A loop of steps run only every so often (an update
+                    // every N environment steps) leaves each call one step:
+                    // it makes the caller neither loop nor repeat steps.
+                    let periodic = call.context.periodic.is_some();
                     let steps: Vec<&FnId> = callees
                         .iter()
                         .filter(|c| self.is_step_fn(**c, &sets))
@@ -122,14 +133,15 @@ impl CrateIndex<'_> {
                         if steps.iter().any(|c| sets.forward.contains(*c)) {
                             found.forward.insert(id);
                         }
-                        if callees
-                            .iter()
-                            .any(|c| sets.repeating.contains(c) && !self.is_step_fn(*c, &sets))
+                        if !periodic
+                            && callees
+                                .iter()
+                                .any(|c| sets.repeating.contains(c) && !self.is_step_fn(*c, &sets))
                         {
                             found.repeating.insert(id);
                         }
                     }
-                    if callees.iter().any(|c| loops_in(&c)) {
+                    if !periodic && callees.iter().any(|c| loops_in(&c)) {
                         found.looping.insert(id);
                     }
                 }
@@ -154,6 +166,13 @@ impl CrateIndex<'_> {
             }
         }
         LoopLevels {
+            epochs: sets
+                .looping
+                .iter()
+                .filter(|id| !self.is_step_fn(**id, &sets))
+                .copied()
+                .collect(),
+            updates: sets.update.clone(),
             levels: self
                 .files
                 .iter()
@@ -207,6 +226,7 @@ impl CrateIndex<'_> {
                 steps[loop_id].1 = true;
             }
             if steps[loop_id].2.is_none()
+                && call.context.periodic.is_none()
                 && callees
                     .iter()
                     .any(|c| sets.looping.contains(c) && !self.is_step_fn(*c, sets))
@@ -290,11 +310,7 @@ impl CrateIndex<'_> {
         };
         for (file, info) in self.files.iter().enumerate() {
             for call in &info.facts.calls {
-                let (Some(function), None, None) = (
-                    call.context.function,
-                    &call.context.periodic,
-                    &call.context.cold,
-                ) else {
+                let (Some(function), None) = (call.context.function, &call.context.cold) else {
                     continue;
                 };
                 let Some(loop_id) = call.context.loop_id else {
@@ -311,7 +327,7 @@ impl CrateIndex<'_> {
                 if level.per_epoch.is_some() || level.request || (level.stepless && call.item) {
                     continue;
                 }
-                for callee in self.runs_per_call(file, call) {
+                for callee in self.runs_per_call_in(file, call, levels) {
                     if hot.contains_key(&callee) {
                         continue;
                     }
@@ -332,7 +348,7 @@ impl CrateIndex<'_> {
         while let Some(function) = pending.pop() {
             let origin = hot[&function].clone();
             for call in top_level_calls.get(&function).into_iter().flatten() {
-                for callee in self.runs_per_call(function.0, call) {
+                for callee in self.runs_per_call_in(function.0, call, levels) {
                     if hot.contains_key(&callee) {
                         continue;
                     }
@@ -366,6 +382,22 @@ impl CrateIndex<'_> {
         } else {
             Vec::new()
         }
+    }
+
+    /// The functions a call runs once per iteration of the hot loop it
+    /// sits in, each as one step (not one holding a loop of steps): behind a periodic guard (`if t % update_interval == 0`)
+    /// only those that are an update themselves, since each of their calls
+    /// is one optimizer step however often it is made; the guarded rest
+    /// runs every N steps.
+    fn runs_per_call_in(&self, file: usize, call: &CallSite, levels: &LoopLevels) -> Vec<FnId> {
+        let mut callees = self.runs_per_call(file, call);
+        if call.context.periodic.is_some() {
+            callees.retain(|c| levels.updates.contains(c));
+        }
+        // A function running a loop of steps of its own is not run per
+        // step: its loop is judged where it is, its other code once per call.
+        callees.retain(|c| !levels.epochs.contains(c));
+        callees
     }
 
     /// Whether a read outside loops syncs when its function runs as the

@@ -244,11 +244,7 @@ impl Walker<'_> {
     ) -> Val {
         let name = callee.name().to_owned();
         let arg_places: Vec<Place> = args.iter().map(|a| a.place().unwrap_or_default()).collect();
-        if is_update(&name) {
-            self.mark_step(true);
-        } else if is_forward(&name) {
-            self.mark_step(false);
-        }
+        self.mark_named_step(&name);
         self.record_call(
             callee,
             loc,
@@ -309,6 +305,7 @@ impl Walker<'_> {
         let mut args = Vec::with_capacity(m.args.len());
         for arg in &m.args {
             let value = match (arg, &adapter) {
+                (Expr::Closure(c), None) if is_bench_routine(&name) => self.bench_loop(c),
                 (Expr::Closure(c), Some(params)) => {
                     let components = is_self_field_collection(&m.receiver);
                     self.closure_loop(
@@ -374,11 +371,7 @@ impl Walker<'_> {
                 }
             }
         }
-        if is_update(&name) {
-            self.mark_step(true);
-        } else if is_forward(&name) {
-            self.mark_step(false);
-        }
+        self.mark_named_step(&name);
         let mut arg_places: Vec<Place> = vec![receiver.place().unwrap_or_default()];
         arg_places.extend(args.iter().map(|a| a.place().unwrap_or_default()));
         // A call a rule reports is that rule's finding, not a call to follow.

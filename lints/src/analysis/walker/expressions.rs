@@ -396,6 +396,20 @@ impl Walker<'_> {
         }
     }
 
+    /// Notes the step a call by this name marks, if any: an update, or
+    /// running a model. Clearing gradients outside loops is no update of
+    /// the function's own: it is the tidying around one (before a loop of
+    /// minibatches, or after it), not a step that a call runs each time.
+    pub(super) fn mark_named_step(&mut self, name: &str) {
+        if is_update(name) {
+            if name != "zero_grad" || self.fn_state.context.loop_id.is_some() {
+                self.mark_step(true);
+            }
+        } else if is_forward(name) {
+            self.mark_step(false);
+        }
+    }
+
     /// Notes a step marker (`update`: a backward or optimizer step;
     /// otherwise running a model) on the innermost loop, or on the
     /// function when outside loops.
@@ -451,6 +465,27 @@ impl Walker<'_> {
         } else {
             Val::Unknown
         }
+    }
+
+    /// A benchmark's routine (`b.iter(|| ..)`): the harness runs the
+    /// closure over and over, each run one call of the code measured, as
+    /// a server's loop answers one request per iteration.
+    pub(super) fn bench_loop(&mut self, c: &ExprClosure) -> Val {
+        let saved = self.enter_loop(true, c.or1_token.span.start().line);
+        self.mark_loop(|l| {
+            l.repeats = true;
+            l.request = true;
+        });
+        self.push_scope();
+        for input in &c.inputs {
+            self.bind_pat(input, Val::Unknown);
+        }
+        self.fn_state.closure_depth += 1;
+        let value = self.expr(&c.body);
+        self.fn_state.closure_depth -= 1;
+        self.pop_scope();
+        self.exit_loop(saved);
+        value
     }
 
     /// A closure an iterator adapter runs once per element.
