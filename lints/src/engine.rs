@@ -31,7 +31,11 @@ pub fn lint_paths(paths: &[PathBuf], config: &Config) -> Report {
         .into_iter()
         .map(|path| Input { path, text: None })
         .collect();
-    run(inputs, walked.errors, config)
+    // Only directories say what a whole program is: a file handed over
+    // alone (a pre-commit hook's staged files) may take its device from
+    // one that was not.
+    let whole = !paths.is_empty() && paths.iter().all(|p| p.is_dir());
+    run(inputs, walked.errors, config, whole)
 }
 
 /// Lints sources already in memory. Paths are used for messages and to find
@@ -44,7 +48,7 @@ pub fn lint_sources(sources: &[(PathBuf, String)], config: &Config) -> Report {
             text: Some(text.as_str()),
         })
         .collect();
-    run(inputs, Vec::new(), config)
+    run(inputs, Vec::new(), config, false)
 }
 
 struct Input<'a> {
@@ -73,7 +77,16 @@ pub(crate) struct Scanned<'a> {
     error: Option<FileError>,
 }
 
-fn run(inputs: Vec<Input<'_>>, mut errors: Vec<FileError>, config: &Config) -> Report {
+impl Scanned<'_> {
+    /// The text, where it was kept (parsed files, in-memory inputs).
+    pub(crate) fn text(&self) -> Option<&str> {
+        self.text.as_deref()
+    }
+}
+
+/// `whole`: the inputs are whole directories, so a workspace's files
+/// among them are all of its program (see [`findings::collect`]).
+fn run(inputs: Vec<Input<'_>>, mut errors: Vec<FileError>, config: &Config, whole: bool) -> Report {
     let mut layout = Layout::new(&config.hot.features);
     let placements: Vec<Placement> = inputs
         .iter()
@@ -124,7 +137,7 @@ fn run(inputs: Vec<Input<'_>>, mut errors: Vec<FileError>, config: &Config) -> R
             );
         }
     }
-    report.findings = findings::collect(&scanned, config);
+    report.findings = findings::collect(&scanned, config, whole);
     let wanted: HashSet<&Path> = report
         .findings
         .iter()

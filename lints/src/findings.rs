@@ -5,10 +5,12 @@
 
 use std::path::Path;
 
+use crate::analysis::crate_pass::CrateIndex;
 use crate::analysis::crate_pass::LoopLevels;
 use crate::analysis::facts::{Cold, Context, FileFacts, Fix, Loc, Site};
 use crate::config::{Config, Level};
 use crate::engine::{group_by_workspace, workspace_index, Scanned};
+use crate::prefilter;
 use crate::rules::RuleId;
 use crate::{Finding, Severity};
 
@@ -36,13 +38,64 @@ struct Read {
 }
 
 /// Findings for every parsed file, sorted by file, line and column.
-pub(crate) fn collect(scanned: &[Scanned<'_>], config: &Config) -> Vec<Finding> {
+///
+/// `whole`: the inputs were whole directories. A workspace among them that
+/// holds a program (`fn main`) and names no accelerator in any file runs
+/// everything on the CPU, where nothing waits for a device: its tensors,
+/// whatever reaches them, are CPU tensors. That is only asked of a
+/// workspace with findings, so the files of the others are not read twice.
+pub(crate) fn collect(scanned: &[Scanned<'_>], config: &Config, whole: bool) -> Vec<Finding> {
     let mut out: Vec<Finding> = Vec::new();
-    for (_, members) in group_by_workspace(scanned) {
-        let (positions, index) = workspace_index(scanned, &members);
+    for (workspace, members) in group_by_workspace(scanned) {
+        let (positions, mut index) = workspace_index(scanned, &members);
         if positions.is_empty() {
             continue;
         }
+        let mut found = workspace_findings(scanned, &positions, &index, config);
+        if whole && workspace.is_some() && !found.is_empty() && cpu_only(scanned, &members) {
+            index.set_cpu_only(true);
+            found = workspace_findings(scanned, &positions, &index, config);
+        }
+        out.extend(found);
+    }
+    out.sort_by(|a, b| {
+        (&a.file, a.line, a.column, a.rule).cmp(&(&b.file, b.line, b.column, b.rule))
+    });
+    out.dedup_by(|a, b| (&a.file, a.line, a.column, a.rule) == (&b.file, b.line, b.column, b.rule));
+    out
+}
+
+/// Whether these files, a workspace's, are a program (one defines
+/// `fn main`) that names no accelerator anywhere. A file whose text was not
+/// kept is read again; one that cannot be read counts as naming one.
+fn cpu_only(scanned: &[Scanned<'_>], members: &[usize]) -> bool {
+    let mut main = false;
+    for &m in members {
+        let file = &scanned[m];
+        let signs = match file.text() {
+            Some(text) => prefilter::device_signs(text),
+            None => match std::fs::read_to_string(&file.path) {
+                Ok(text) => prefilter::device_signs(&text),
+                Err(_) => return false,
+            },
+        };
+        if signs.accelerator {
+            return false;
+        }
+        main |= signs.main;
+    }
+    main
+}
+
+/// The findings of one workspace's parsed files.
+fn workspace_findings(
+    scanned: &[Scanned<'_>],
+    positions: &[usize],
+    index: &CrateIndex<'_>,
+    config: &Config,
+) -> Vec<Finding> {
+    let mut out: Vec<Finding> = Vec::new();
+    {
         let levels = index.loop_levels();
         let summary = index.summarize(&levels.epochs);
         let hot = index.hot_functions(&levels);
@@ -139,10 +192,6 @@ pub(crate) fn collect(scanned: &[Scanned<'_>], config: &Config) -> Vec<Finding> 
             out.extend(per_statement(reads, &scanned[position].path));
         }
     }
-    out.sort_by(|a, b| {
-        (&a.file, a.line, a.column, a.rule).cmp(&(&b.file, b.line, b.column, b.rule))
-    });
-    out.dedup_by(|a, b| (&a.file, a.line, a.column, a.rule) == (&b.file, b.line, b.column, b.rule));
     out
 }
 

@@ -318,6 +318,69 @@ fn skip_char_literal(bytes: &[u8], i: usize) -> usize {
     }
 }
 
+/// What a file says about the devices a program can run on, read from its
+/// bytes (comments included, so a device only named in a comment still
+/// counts: the check errs towards an accelerator).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceSigns {
+    /// Names an accelerator: CUDA, MPS or Vulkan in any spelling
+    /// (`Device::Cuda(0)`, `cuda_if_available`, `has_mps`), or builds a
+    /// device from a number (`Device::from_c_int`).
+    pub accelerator: bool,
+    /// Defines `fn main`: a program that decides its own device.
+    pub main: bool,
+}
+
+/// The spellings code and comments use; literal patterns keep the scan on
+/// the SIMD fast path (a case-insensitive one is several times slower).
+static ACCELERATOR: LazyLock<AhoCorasick> = LazyLock::new(|| {
+    AhoCorasick::new([
+        "cuda",
+        "Cuda",
+        "CUDA",
+        "mps",
+        "Mps",
+        "MPS",
+        "vulkan",
+        "Vulkan",
+        "from_c_int",
+        "fn main",
+    ])
+    .expect("literal patterns compile")
+});
+
+/// The device signs of a file's text.
+pub fn device_signs(text: &str) -> DeviceSigns {
+    let bytes = text.as_bytes();
+    let mut signs = DeviceSigns::default();
+    let letter = |i: usize| bytes.get(i).is_some_and(|b| b.is_ascii_alphanumeric());
+    for m in ACCELERATOR.find_iter(text) {
+        match &bytes[m.start()..m.end()] {
+            // `fn main` exactly: not `fn main_loop`, not `FN MAIN`.
+            b"fn main" => {
+                let after = bytes.get(m.end()).copied();
+                if !matches!(after, Some(b) if b.is_ascii_alphanumeric() || b == b'_')
+                    && (m.start() == 0 || !letter(m.start() - 1))
+                {
+                    signs.main = true;
+                }
+            }
+            // `mps` as a word or a part of an identifier (`has_mps`,
+            // `Device::Mps`), not inside a word (`jumps`, `timestamps`).
+            found if found.eq_ignore_ascii_case(b"mps") => {
+                if !letter(m.start().wrapping_sub(1)) && !letter(m.end()) {
+                    signs.accelerator = true;
+                }
+            }
+            _ => signs.accelerator = true,
+        }
+        if signs.accelerator && signs.main {
+            break;
+        }
+    }
+    signs
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -419,5 +482,32 @@ mod tests {
 "
         .repeat(MAX_NESTING);
         assert_eq!(check_nesting(&ordinary), Ok(()));
+    }
+
+    #[test]
+    fn an_accelerator_is_named_in_any_spelling_but_not_inside_a_word() {
+        for text in [
+            "let d = Device::Cuda(0);",
+            "let d = Device::cuda_if_available();",
+            "if tch::utils::has_mps() {}",
+            "let d = Device::Mps;",
+            "// runs on CUDA when there is one",
+            "let d = Device::from_c_int(0);",
+            "Device::Vulkan",
+        ] {
+            assert!(device_signs(text).accelerator, "{text}");
+        }
+        for text in ["let jumps = timestamps + lamps;", "let d = Device::Cpu;"] {
+            assert!(!device_signs(text).accelerator, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_program_defines_main_itself() {
+        assert!(device_signs("fn main() {}").main);
+        assert!(device_signs("pub fn main()").main);
+        assert!(!device_signs("fn main_loop() {}").main);
+        assert!(!device_signs("fn domain() {}").main);
+        assert!(!device_signs("criterion_main!(benches);").main);
     }
 }

@@ -231,3 +231,27 @@ fn nesting_just_under_the_limit_is_linted() {
         .iter()
         .any(|f| f.file == Path::new("deep.rs") && f.line == 4));
 }
+
+/// The corpus's CPU-only program: linted as a directory it is a whole
+/// program that names no accelerator, so its reads wait for nothing; its
+/// files handed over alone (a pre-commit hook's staged files) may take a
+/// device from a file that was not, so their reads are kept.
+#[test]
+fn a_cpu_only_program_is_known_only_from_its_whole_directory() {
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus/lint/cpu_program");
+    let whole = lint_paths(std::slice::from_ref(&case), &Config::default());
+    assert!(whole.findings.is_empty(), "{:?}", whole.findings);
+    let files = [case.join("src/main.rs"), case.join("src/model.rs")];
+    let alone = lint_paths(&files, &Config::default());
+    let lines: Vec<(String, usize)> = alone
+        .findings
+        .iter()
+        .map(|f| {
+            (
+                f.file.file_name().unwrap().to_string_lossy().into_owned(),
+                f.line,
+            )
+        })
+        .collect();
+    assert_eq!(lines, [("model.rs".to_owned(), 44)]);
+}

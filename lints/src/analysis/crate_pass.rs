@@ -254,6 +254,8 @@ pub(crate) struct CrateIndex<'a> {
     visiting: RefCell<HashSet<PlaceKey>>,
     /// What is left of the current placement question's budget.
     budget: Cell<usize>,
+    /// The workspace is a program that only ever runs on the CPU.
+    cpu_only: bool,
 }
 
 impl<'a> CrateIndex<'a> {
@@ -359,6 +361,7 @@ impl<'a> CrateIndex<'a> {
             places: RefCell::new(HashMap::new()),
             visiting: RefCell::new(HashSet::new()),
             budget: Cell::new(0),
+            cpu_only: false,
         }
     }
 
@@ -1031,6 +1034,9 @@ impl<'a> CrateIndex<'a> {
     /// parameters: `Cpu` if they put it on the CPU, else the parameter
     /// conditions alone (`Device` if there are none).
     fn settle(&self, place: &Place, file: usize) -> Place {
+        if self.cpu_only {
+            return Place::Cpu;
+        }
         let Place::CpuIf(refs) = place else {
             return place.clone();
         };

@@ -29,7 +29,16 @@ impl CrateIndex<'_> {
     // ----- placement -----------------------------------------------------
 
     /// Whether a place is on the CPU, for code in `function` of `file`.
+    /// Marks the workspace as a program that only ever runs on the CPU
+    /// (no file names an accelerator): every place is the CPU.
+    pub(crate) fn set_cpu_only(&mut self, cpu_only: bool) {
+        self.cpu_only = cpu_only;
+    }
+
     pub(crate) fn is_cpu(&self, place: &Place, file: usize, function: Option<usize>) -> bool {
+        if self.cpu_only {
+            return true;
+        }
         let env = Env::In(function.map(|f| (file, f)));
         self.budget.set(PLACE_BUDGET);
         self.place_cpu(place, file, &env, 0)
