@@ -35,7 +35,8 @@ mod syntax;
 pub(crate) use syntax::first_span;
 use syntax::{
     diverges, expr_attrs, is_part, is_self, is_some_pattern, param_of, path_has_segment,
-    root_ident, splits_a_tensor, strip_references, takes_next, type_args, type_name,
+    rebinds_a_name, root_ident, splits_a_tensor, strip_references, takes_next, type_args,
+    type_name,
 };
 
 /// How deep the walker follows nested expressions before giving up on the
@@ -218,6 +219,10 @@ struct FnState {
     /// The scope depth at the start of each open loop: bindings deeper
     /// than the innermost one change from one iteration to the next.
     loop_scopes: Vec<usize>,
+    /// Names whose value (or a field of it) each open loop's body moves to
+    /// a device itself (`batch.inputs.to_device(device)`): until then it is
+    /// host data.
+    moved_in_loops: Vec<Vec<String>>,
 }
 
 /// A local variable.
@@ -760,6 +765,30 @@ impl<'a> Walker<'a> {
         }
     }
 
+    /// A value of unknown origin bound to a name the loop around moves to
+    /// a device (the name, or a field of it): the loop's own move says it
+    /// was on the host, as a batch a loader built on the CPU is.
+    pub(super) fn host_until_moved(&self, pat: &Pat, value: Val) -> Val {
+        let Pat::Ident(p) = pat else {
+            return value;
+        };
+        let name = p.ident.to_string();
+        if !self
+            .fn_state
+            .moved_in_loops
+            .iter()
+            .flatten()
+            .any(|n| *n == name)
+        {
+            return value;
+        }
+        match value {
+            Val::Unknown => Val::Deferred(TypeRef::Unknown, Place::Cpu),
+            Val::Deferred(ty, _) => Val::Deferred(ty, Place::Cpu),
+            other => other,
+        }
+    }
+
     fn bind_pat(&mut self, pat: &Pat, value: Val) {
         match pat {
             Pat::Ident(p) => {
@@ -1028,6 +1057,12 @@ impl<'a> Walker<'a> {
         }
         self.fn_state.binding_parts = self.holds_parts(&init.expr);
         self.fn_state.binding_next = takes_next(&init.expr);
+        // `let batch = batch?;`: the same item, renamed.
+        let value = if rebinds_a_name(&init.expr) {
+            self.host_until_moved(&local.pat, value)
+        } else {
+            value
+        };
         self.bind_pat(&local.pat, value);
         self.fn_state.binding_parts = false;
         self.fn_state.binding_next = false;

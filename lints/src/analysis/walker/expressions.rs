@@ -4,7 +4,8 @@
 use super::*;
 use syntax::{
     counts_components, drives_requests, driving_tensor_iter, is_last_step, is_none_pattern,
-    is_periodic, is_range, is_self_field_collection, moves_its_input, starts_with_request,
+    is_periodic, is_range, is_self_field_collection, moved_to_device, moves_its_input,
+    starts_with_request,
 };
 
 impl Walker<'_> {
@@ -105,11 +106,13 @@ impl Walker<'_> {
             Expr::Lit(_) => Val::Other,
             Expr::Loop(l) => {
                 let saved = self.enter_loop(true, l.loop_token.span.start().line);
+                self.fn_state.moved_in_loops.push(moved_to_device(&l.body));
                 self.mark_loop(|l| l.repeats = true);
                 if starts_with_request(&l.body) {
                     self.mark_loop(|l| l.request = true);
                 }
                 self.block(&l.body);
+                self.fn_state.moved_in_loops.pop();
                 self.exit_loop(saved);
                 Val::Unknown
             }
@@ -164,10 +167,12 @@ impl Walker<'_> {
                 if drives_requests(&w.cond) {
                     self.mark_loop(|l| l.request = true);
                 }
+                self.fn_state.moved_in_loops.push(moved_to_device(&w.body));
                 self.push_scope();
                 self.expr(&w.cond);
                 self.block(&w.body);
                 self.pop_scope();
+                self.fn_state.moved_in_loops.pop();
                 self.exit_loop(saved);
                 Val::Unknown
             }
@@ -349,13 +354,16 @@ impl Walker<'_> {
             }
         }
         self.push_scope();
+        self.fn_state.moved_in_loops.push(moved_to_device(&f.body));
         let element = iterable.element().unwrap_or(Val::Unknown);
+        let element = self.host_until_moved(&f.pat, element);
         self.fn_state.binding_items = true;
         self.fn_state.binding_parts = self.holds_parts(&f.expr);
         self.bind_pat(&f.pat, element);
         self.fn_state.binding_items = false;
         self.fn_state.binding_parts = false;
         self.block(&f.body);
+        self.fn_state.moved_in_loops.pop();
         self.pop_scope();
         self.exit_loop(saved);
         Val::Other

@@ -569,6 +569,60 @@ pub(crate) fn first_span(expr: &Expr) -> Span {
     }
 }
 
+/// The names a loop body moves to a device itself, or whose fields it
+/// does (`batch.inputs.to_device(device)`, `xs.to(device)`): not a move to
+/// the CPU, and only plain names and their fields, not what a method
+/// returns (`model.forward(&xs).to_device(..)`).
+pub(super) fn moved_to_device(body: &syn::Block) -> Vec<String> {
+    struct Moves(Vec<String>);
+    impl<'ast> syn::visit::Visit<'ast> for Moves {
+        fn visit_expr_method_call(&mut self, m: &'ast ExprMethodCall) {
+            let to_cpu = m.args.first().is_some_and(|a| match strip_references(a) {
+                Expr::Path(p) => path_has_segment(&p.path, "Cpu"),
+                _ => false,
+            });
+            if matches!(
+                m.method.to_string().as_str(),
+                "to_device" | "to_device_" | "to"
+            ) && !m.args.is_empty()
+                && !to_cpu
+            {
+                if let Some(name) = field_root(&m.receiver) {
+                    if !self.0.contains(&name) {
+                        self.0.push(name);
+                    }
+                }
+            }
+            syn::visit::visit_expr_method_call(self, m);
+        }
+    }
+    let mut moves = Moves(Vec::new());
+    syn::visit::Visit::visit_block(&mut moves, body);
+    moves.0
+}
+
+/// The name a plain name or a chain of its fields starts from.
+fn field_root(expr: &Expr) -> Option<String> {
+    match strip_references(expr) {
+        Expr::Path(p) => p.path.get_ident().map(ToString::to_string),
+        Expr::Field(f) => field_root(&f.base),
+        _ => None,
+    }
+}
+
+/// Whether a `let` only renames a value: a name, or its `?`, `unwrap()` or
+/// `expect(..)` (`let batch = batch?;`).
+pub(super) fn rebinds_a_name(init: &Expr) -> bool {
+    match strip_references(init) {
+        Expr::Path(p) => p.path.get_ident().is_some(),
+        Expr::Try(t) => rebinds_a_name(&t.expr),
+        Expr::MethodCall(m) if matches!(m.method.to_string().as_str(), "unwrap" | "expect") => {
+            rebinds_a_name(&m.receiver)
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
