@@ -608,6 +608,17 @@ impl<'a> CrateIndex<'a> {
                 f.owner.as_deref() == Some(owner) && !f.in_trait
             }),
         );
+        // Method-call syntax finds an inherent method before a trait's
+        // method of the same name (an engine's `infer` beside its
+        // `impl InferenceEngine`, which usually delegates to it).
+        let inherent: Vec<FnId> = own
+            .iter()
+            .copied()
+            .filter(|&id| self.function(id).trait_impl.is_none())
+            .collect();
+        if !inherent.is_empty() {
+            return inherent;
+        }
         if !own.is_empty() {
             return own;
         }
