@@ -285,6 +285,7 @@ fn judge(
     let quiet_because = match &context.cold {
         Some(Cold::Test) if !config.hot.tests => return None,
         Some(Cold::DebugAssertion) if !config.hot.debug_assertions => return None,
+        Some(Cold::Failure) => return None,
         Some(Cold::DebugLog(name)) if !config.hot.debug_logs => Some(format!(
             "`{name}!` evaluates its arguments only when `{name}` logging is enabled"
         )),

@@ -32,6 +32,10 @@ pub enum Cold {
     DebugLog(String),
     /// Code under a cargo feature that the crate's `default` does not enable.
     Feature(String),
+    /// Code that runs only once something has failed: the arguments of
+    /// `Err(..)`, of `panic!` and its kin (`unreachable!`, `bail!`, ...),
+    /// and the message of `assert!` or `ensure!`.
+    Failure,
 }
 
 /// Where in the control flow something happens.

@@ -33,6 +33,29 @@ enum MacroKind {
     Other,
 }
 
+/// Macros that run only once something has failed: they panic or return
+/// an error.
+fn is_failure(name: &str) -> bool {
+    matches!(
+        name,
+        "panic" | "unreachable" | "todo" | "unimplemented" | "bail"
+    )
+}
+
+/// Assertions, whose message is formatted only when they fail.
+fn is_assertion(name: &str) -> bool {
+    matches!(
+        name,
+        "assert"
+            | "assert_eq"
+            | "assert_ne"
+            | "ensure"
+            | "debug_assert"
+            | "debug_assert_eq"
+            | "debug_assert_ne"
+    )
+}
+
 fn macro_kind(name: &str) -> MacroKind {
     match name {
         "print" | "println" | "eprint" | "eprintln" | "format" | "format_args" | "panic"
@@ -72,6 +95,9 @@ impl Walker<'_> {
                 w.mac_named(mac, name.clone())
             });
         }
+        if is_failure(&name) {
+            return self.cold(Cold::Failure, |w| w.mac_named(mac, name.clone()));
+        }
         self.mac_named(mac, name)
     }
 
@@ -85,6 +111,18 @@ impl Walker<'_> {
         self.callee(CalleeName::Macro(&name), loc);
         match macro_kind(&name) {
             MacroKind::Vec => self.vec_macro(&mac.tokens),
+            // `assert!(ok, "{}", t)`: the condition runs every time, the
+            // message only once the assertion fails.
+            MacroKind::Format(first) if is_assertion(&name) => {
+                let mut args = parse_args(&mac.tokens);
+                let message = args.split_off(first.min(args.len()));
+                for arg in &args {
+                    self.expr(&arg.expr);
+                }
+                let format_at = message.first().filter(|a| is_str(&a.expr)).map(|_| 0);
+                self.cold(Cold::Failure, |w| w.format_macro(&name, message, format_at));
+                Val::Unknown
+            }
             MacroKind::Format(first) => {
                 let args = parse_args(&mac.tokens);
                 let format_at = args.get(first).filter(|a| is_str(&a.expr)).map(|_| first);

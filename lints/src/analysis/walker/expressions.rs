@@ -3,9 +3,9 @@
 
 use super::*;
 use syntax::{
-    counts_components, drives_requests, driving_tensor_iter, is_last_step, is_none_pattern,
-    is_periodic, is_range, is_self_field_collection, moved_to_device, moves_its_input,
-    starts_with_request,
+    builds_an_error, counts_components, drives_requests, driving_tensor_iter, is_last_step,
+    is_none_pattern, is_periodic, is_range, is_self_field_collection, moved_to_device,
+    moves_its_input, starts_with_request,
 };
 
 impl Walker<'_> {
@@ -62,6 +62,8 @@ impl Walker<'_> {
                 }
                 Val::Other
             }
+            // `Err(format!("{t}"))`: built only on the way out of a failure.
+            Expr::Call(c) if builds_an_error(c) => self.cold(Cold::Failure, |w| w.call(c)),
             Expr::Call(c) => self.call(c),
             Expr::Cast(c) => {
                 self.expr(&c.expr);

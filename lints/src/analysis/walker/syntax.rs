@@ -569,6 +569,11 @@ pub(crate) fn first_span(expr: &Expr) -> Span {
     }
 }
 
+/// Whether a call builds an error value: `Err(..)`.
+pub(super) fn builds_an_error(call: &ExprCall) -> bool {
+    matches!(&*call.func, Expr::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Err"))
+}
+
 /// The names a loop body moves to a device itself, or whose fields it
 /// does (`batch.inputs.to_device(device)`, `xs.to(device)`): not a move to
 /// the CPU, and only plain names and their fields, not what a method
