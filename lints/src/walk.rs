@@ -1,7 +1,8 @@
 //! Turns the paths given on the command line into the list of files to lint.
 //!
 //! Directories are walked with the `ignore` crate, so `.gitignore` (inside
-//! git repositories), `.ignore` and hidden-file rules apply as in ripgrep.
+//! git repositories), `.ignore` and hidden-file rules apply as in ripgrep;
+//! but a crate those rules hide whole is still linted, as cargo builds it.
 //! Symbolic links are followed so that linked source trees are linted; a
 //! link that points back at an ancestor is reported, not followed.
 //!
@@ -52,6 +53,7 @@ pub fn collect_rust_files(paths: &[PathBuf]) -> Walked {
             });
             continue;
         }
+        let first = walked.files.len();
         for entry in ignore::WalkBuilder::new(root).follow_links(true).build() {
             match entry {
                 Ok(entry) => {
@@ -64,8 +66,76 @@ pub fn collect_rust_files(paths: &[PathBuf]) -> Walked {
                 Err(err) => walked.errors.push(walk_error(root, &err)),
             }
         }
+        let found: Vec<PathBuf> = walked.files[first..].to_vec();
+        for path in hidden_crate_sources(root, &found) {
+            push_unique(&mut walked.files, &mut seen, path);
+        }
     }
     walked
+}
+
+/// The sources of crates under `root` that ignore rules hid whole: a
+/// directory with a `Cargo.toml` none of whose files the walk found (a
+/// repository whose `.gitignore` says `*/` and still commits its crates).
+/// Cargo builds a crate whatever git ignores, so its `src/`, `examples/`,
+/// `benches/`, `tests/` and `build.rs` are linted; its `target/`, hidden
+/// directories and vendored sources are not. A crate the walk entered keeps
+/// the ignore rules inside it.
+fn hidden_crate_sources(root: &Path, found: &[PathBuf]) -> Vec<PathBuf> {
+    let skipped = |name: &std::ffi::OsStr| {
+        matches!(name.to_str(), Some("target" | "vendor" | "node_modules"))
+    };
+    let walk = ignore::WalkBuilder::new(root)
+        .standard_filters(false)
+        .hidden(true)
+        .filter_entry(move |e| {
+            !(e.file_type().is_some_and(|t| t.is_dir()) && skipped(e.file_name()))
+        })
+        .build();
+    let mut crates: Vec<PathBuf> = Vec::new();
+    let mut sources: Vec<PathBuf> = Vec::new();
+    for entry in walk.flatten() {
+        let path = entry.path();
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        match path.file_name().and_then(|n| n.to_str()) {
+            Some("Cargo.toml") => {
+                if let Some(dir) = path.parent() {
+                    crates.push(dir.to_owned());
+                }
+            }
+            _ if path.extension().is_some_and(|e| e == "rs") => sources.push(path.to_owned()),
+            _ => {}
+        }
+    }
+    let hidden: Vec<&PathBuf> = crates
+        .iter()
+        .filter(|dir| !found.iter().any(|f| f.starts_with(dir)))
+        .collect();
+    sources
+        .into_iter()
+        .filter(|file| {
+            // The innermost crate holding the file decides.
+            let Some(krate) = crates
+                .iter()
+                .filter(|dir| file.starts_with(dir))
+                .max_by_key(|dir| dir.components().count())
+            else {
+                return false;
+            };
+            let Ok(inside) = file.strip_prefix(krate) else {
+                return false;
+            };
+            let first = inside
+                .components()
+                .next()
+                .and_then(|c| c.as_os_str().to_str());
+            hidden.contains(&krate)
+                && (matches!(first, Some("src" | "examples" | "benches" | "tests"))
+                    || inside == Path::new("build.rs"))
+        })
+        .collect()
 }
 
 /// Keeps the first of several paths that lead to the same file (through
@@ -173,6 +243,34 @@ mod tests {
         assert_eq!(walked.errors.len(), 1);
         assert_eq!(walked.errors[0].file, missing);
         assert_eq!(walked.errors[0].message, "no such file or directory");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_crate_its_gitignore_hides_whole_is_still_linted() {
+        let dir = scratch("hidden-crates");
+        std::fs::create_dir_all(dir.join(".git")).unwrap();
+        std::fs::write(dir.join(".gitignore"), "*/\n").unwrap();
+        for krate in ["train", "deploy"] {
+            std::fs::create_dir_all(dir.join(krate).join("src")).unwrap();
+            std::fs::create_dir_all(dir.join(krate).join("target/debug")).unwrap();
+            std::fs::write(dir.join(krate).join("Cargo.toml"), "[package]\n").unwrap();
+            std::fs::write(dir.join(krate).join("src/main.rs"), "fn main() {}").unwrap();
+            std::fs::write(dir.join(krate).join("target/debug/out.rs"), "").unwrap();
+        }
+        std::fs::create_dir_all(dir.join("notes")).unwrap();
+        std::fs::write(dir.join("notes/scratch.rs"), "").unwrap();
+        let walked = collect_rust_files(std::slice::from_ref(&dir));
+        let mut files = walked.files.clone();
+        files.sort();
+        assert_eq!(
+            files,
+            vec![
+                dir.join("deploy/src/main.rs"),
+                dir.join("train/src/main.rs")
+            ]
+        );
+        assert!(walked.errors.is_empty(), "{:?}", walked.errors);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
