@@ -1152,6 +1152,10 @@ impl<'a> Walker<'a> {
                 fallible,
             };
             if let Some(hit) = rules::first_hit(|rule| rule.conversion(&conversion)) {
+                // The annotation names what the bare `try_into()` left open.
+                self.facts
+                    .sites
+                    .retain(|s| !(s.loc == loc && s.hit.op == "try_into"));
                 self.report_with(hit, &receiver, loc, None, item);
             }
         }

@@ -265,6 +265,12 @@ fn conversion(conversion: &Conversion<'_>) -> Hit {
             format!("`{op}` copies the tensor to the host"),
         )
         .with_fix(Fix::Bulk),
+        Target::Inferred => Hit::new(
+            HOST_SYNC.id,
+            op,
+            Need::Tensor,
+            format!("`{op}` reads the tensor back to the host (every `TryFrom<Tensor>` of tch does)"),
+        ),
     }
 }
 

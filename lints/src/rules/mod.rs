@@ -273,6 +273,10 @@ pub(crate) enum Target {
     Scalar,
     /// A `Vec` or an ndarray array: a bulk copy.
     Bulk,
+    /// A host type the code does not write out (`t.try_into()` whose type
+    /// comes from elsewhere): every `TryFrom<Tensor>` tch has reads the
+    /// tensor.
+    Inferred,
 }
 
 /// A conversion into a host type, as the rules see it.

@@ -361,6 +361,20 @@ impl Walker<'_> {
             let by_ref = matches!(&*m.receiver, Expr::Reference(_))
                 || matches!(&*m.receiver, Expr::Paren(p) if matches!(&*p.expr, Expr::Reference(_)));
             let item = self.is_item(&m.receiver);
+            // `t.try_into()` whose host type is inferred from elsewhere (a
+            // struct field, a tuple returned): a tensor converts only into
+            // host data. A `let` annotation, if any, names the type instead.
+            if name == "try_into" && matches!(receiver, Val::Tensor(_)) {
+                let conversion = Conversion {
+                    op: "try_into",
+                    target: Target::Inferred,
+                    by_ref,
+                    fallible: true,
+                };
+                if let Some(hit) = rules::first_hit(|rule| rule.conversion(&conversion)) {
+                    self.report_with(hit, &receiver, loc, None, item);
+                }
+            }
             self.last_try_into = Some((receiver.clone(), loc, by_ref, item));
         }
         if name == "push" {
