@@ -3,7 +3,9 @@
 //! does not make the caller an epoch, so the action it copies back on
 //! every environment step is reported at the call. A single update behind
 //! such a guard (one optimizer step per call, as SAC's is) is a step in
-//! itself, and its loss reads run once per optimizer step.
+//! itself, and its loss reads run once per optimizer step; so is a block
+//! behind such a guard that runs the update inline, unlike one that only
+//! logs or evaluates.
 
 use tch::{nn, nn::Module, nn::OptimizerConfig, Device, Kind, Tensor};
 
@@ -70,6 +72,25 @@ pub fn train(agent: &mut Agent, observations: &[Tensor]) {
         agent.observe(obs); //~ note host-sync
         if chosen < 0 {
             break;
+        }
+    }
+}
+
+pub fn train_every(model: &nn::Sequential, opt: &mut nn::Optimizer, states: &[Tensor]) {
+    let device = Device::cuda_if_available();
+    for (step, state) in states.iter().enumerate() {
+        let state = state.to_device(device);
+        let q = model.forward(&state);
+        if step % 10 == 0 {
+            let loss = q.square().mean(Kind::Float);
+            let value = loss.double_value(&[]); //~ warning host-sync
+            opt.backward_step(&loss);
+            if step % 1000 == 0 {
+                println!("{value} {}", q.mean(Kind::Float).double_value(&[])); //~ note host-sync
+            }
+        }
+        if step % 100 == 0 {
+            println!("{}", q.max().double_value(&[])); //~ note host-sync
         }
     }
 }

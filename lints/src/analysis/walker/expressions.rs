@@ -5,7 +5,7 @@ use super::*;
 use syntax::{
     builds_an_error, counts_components, drives_requests, driving_tensor_iter, is_last_step,
     is_none_pattern, is_periodic, is_range, is_self_field_collection, moved_to_device,
-    moves_its_input, starts_with_request,
+    moves_its_input, runs_an_update, starts_with_request,
 };
 
 impl Walker<'_> {
@@ -274,8 +274,12 @@ impl Walker<'_> {
         // `next()`).
         let ran_out = matches!(&*i.cond, Expr::MethodCall(m)
             if m.method == "is_none" && self.takes_next_item(&m.receiver));
-        let guard = (is_periodic(&i.cond) || is_last_step(&i.cond) || ran_out)
-            .then(|| self.source_of(&*i.cond));
+        // A guard around the update itself (`if t % train_every == 0 {
+        // ..; opt.backward_step(&loss); .. }`) picks the optimizer steps:
+        // each run of its block is one step, and its reads run once per step.
+        let periodic = is_periodic(&i.cond) && !runs_an_update(&i.then_branch);
+        let guard =
+            (periodic || is_last_step(&i.cond) || ran_out).then(|| self.source_of(&*i.cond));
         let saved = self.fn_state.context.periodic.clone();
         if guard.is_some() {
             self.fn_state.context.periodic = guard;

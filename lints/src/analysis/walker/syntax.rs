@@ -569,6 +569,24 @@ pub(crate) fn first_span(expr: &Expr) -> Span {
     }
 }
 
+/// Whether a block runs an update itself: a backward pass or an
+/// optimizer step (clearing gradients alone is none).
+pub(super) fn runs_an_update(block: &syn::Block) -> bool {
+    struct Updates(bool);
+    impl<'ast> syn::visit::Visit<'ast> for Updates {
+        fn visit_expr_method_call(&mut self, m: &'ast ExprMethodCall) {
+            let name = m.method.to_string();
+            if is_update(&name) && name != "zero_grad" {
+                self.0 = true;
+            }
+            syn::visit::visit_expr_method_call(self, m);
+        }
+    }
+    let mut updates = Updates(false);
+    syn::visit::Visit::visit_block(&mut updates, block);
+    updates.0
+}
+
 /// Whether a call builds an error value: `Err(..)`.
 pub(super) fn builds_an_error(call: &ExprCall) -> bool {
     matches!(&*call.func, Expr::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Err"))
