@@ -388,10 +388,12 @@ impl Walker<'_> {
         self.mark_named_step(&name);
         let mut arg_places: Vec<Place> = vec![receiver.place().unwrap_or_default()];
         arg_places.extend(args.iter().map(|a| a.place().unwrap_or_default()));
-        // A call a rule reports is that rule's finding, not a call to follow.
+        // A call a rule reports is that rule's finding, not a call to follow;
+        // unless a crate type may define the method itself (an optimizer of
+        // its own with a `clip_grad_norm`), which the crate pass resolves.
         if matches!(receiver, Val::Unknown | Val::Deferred(..) | Val::Tensor(_))
             && !TRANSPARENT.contains(&name.as_str())
-            && !hit
+            && (!hit || matches!(receiver, Val::Deferred(..)))
         {
             self.record_call(
                 Callee::Method {
