@@ -174,6 +174,10 @@ pub struct LoopFacts {
     /// &self.layers`, `self.heads.iter().map(..)`): the parts of one model,
     /// so a model run in it is one forward pass, not a loop of steps.
     pub over_components: bool,
+    /// It sits behind a periodic guard of the loop around it (an
+    /// evaluation, or an update phase, every N steps): it makes no epoch
+    /// of that loop.
+    pub periodic: bool,
 }
 
 /// A syntactic type, classified.

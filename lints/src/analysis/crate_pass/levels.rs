@@ -235,14 +235,18 @@ impl CrateIndex<'_> {
             }
         }
         // Children come after their parents: fold the nested step loops up
-        // (not a loop over the model's own parts: that is one forward pass).
+        // (not a loop over the model's own parts: that is one forward pass;
+        // not one behind a periodic guard, an evaluation or an update phase
+        // every N steps).
         for id in (0..facts.loops.len()).rev() {
             let (runs_update, runs_forward, encloses) = steps[id];
             let child = &facts.loops[id];
             let runs_forward = runs_forward && !child.over_components;
             if let (Some(parent), true) = (
                 child.parent,
-                child.statement && (runs_update || runs_forward || encloses.is_some()),
+                child.statement
+                    && !child.periodic
+                    && (runs_update || runs_forward || encloses.is_some()),
             ) {
                 if steps[parent].2.is_none() {
                     steps[parent].2 = Some(child.line);

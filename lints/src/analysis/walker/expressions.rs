@@ -383,6 +383,7 @@ impl Walker<'_> {
             function: self.fn_state.context.function,
             line,
             statement,
+            periodic: parent.is_some() && self.fn_state.context.periodic.is_some(),
             ..LoopFacts::default()
         });
         let saved = self.fn_state.context.clone();

@@ -569,8 +569,9 @@ pub(crate) fn first_span(expr: &Expr) -> Span {
     }
 }
 
-/// Whether a block runs an update itself: a backward pass or an
-/// optimizer step (clearing gradients alone is none).
+/// Whether a block runs an update itself, outside loops of its own: a
+/// backward pass or an optimizer step (clearing gradients alone is none).
+/// One that runs epochs of minibatches runs its steps in those loops.
 pub(super) fn runs_an_update(block: &syn::Block) -> bool {
     struct Updates(bool);
     impl<'ast> syn::visit::Visit<'ast> for Updates {
@@ -581,6 +582,9 @@ pub(super) fn runs_an_update(block: &syn::Block) -> bool {
             }
             syn::visit::visit_expr_method_call(self, m);
         }
+        fn visit_expr_for_loop(&mut self, _: &'ast ExprForLoop) {}
+        fn visit_expr_while(&mut self, _: &'ast syn::ExprWhile) {}
+        fn visit_expr_loop(&mut self, _: &'ast syn::ExprLoop) {}
     }
     let mut updates = Updates(false);
     syn::visit::Visit::visit_block(&mut updates, block);
