@@ -864,9 +864,27 @@ impl<'a> CrateIndex<'a> {
                             .as_deref()
                             .is_some_and(|m| self.methods_of(&name, m, from).is_empty()))
             }
-            None => !requirement.strict,
+            // Of a type left open: tch's, unless the crate defines a method
+            // of that name itself (a bitboard's `is_nonzero`), which is then
+            // as likely what runs.
+            None => {
+                !requirement.strict
+                    && requirement
+                        .method
+                        .as_deref()
+                        .is_none_or(|m| !self.defines_method(m))
+            }
             Some(_) => false,
         }
+    }
+
+    /// Whether a crate type other than tch's `Tensor` has a method of this
+    /// name (its own, or its impl of a crate trait).
+    fn defines_method(&self, name: &str) -> bool {
+        self.named(name).any(|id| {
+            let f = self.function(id);
+            f.has_receiver && f.owner.as_deref().is_some_and(|o| o != "Tensor")
+        })
     }
 
     // ----- calls ---------------------------------------------------------
