@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use crate::analysis::crate_pass::{CrateIndex, FileInfo, Unit};
 use crate::analysis::facts::{Cold, FileFacts};
 use crate::analysis::hot_path::Features;
-use crate::analysis::scope::{file_scope_in, FileScope};
+use crate::analysis::scope::{file_scope_in, FileScope, Target};
 use crate::analysis::{analyze_source, AnalysisError};
 use crate::config::Config;
 use crate::workspace::{Layout, Membership};
@@ -66,6 +66,16 @@ pub(crate) struct Placement {
     pub(crate) crate_name: Option<String>,
 }
 
+impl Placement {
+    /// A file of a crate that is in none of its targets: not under `src/`,
+    /// `examples/`, `tests/` or `benches/`, not a declared target's path,
+    /// not `build.rs`. Cargo never compiles it.
+    fn outside_targets(&self) -> bool {
+        self.member.crate_root.is_some()
+            && matches!(&self.scope.target, Target::Other(dir) if dir != "build")
+    }
+}
+
 /// One file after the first pass.
 pub(crate) struct Scanned<'a> {
     pub(crate) path: PathBuf,
@@ -107,6 +117,15 @@ fn run(inputs: Vec<Input<'_>>, mut errors: Vec<FileError>, config: &Config, whol
             }
         })
         .collect();
+    // In a walked directory, a file of a crate that no target of it holds
+    // (`old/main2.rs` beside `src/`, not a declared target or `build.rs`)
+    // is never compiled, so it has nothing to report. A file handed over
+    // by name is linted as asked.
+    let (inputs, placements): (Vec<Input<'_>>, Vec<Placement>) = inputs
+        .into_iter()
+        .zip(placements)
+        .filter(|(_, placement)| !(whole && placement.outside_targets()))
+        .unzip();
     let pool = rayon::ThreadPoolBuilder::new()
         .stack_size(WORKER_STACK_SIZE)
         .thread_name(|i| format!("devcheck-lint-{i}"))

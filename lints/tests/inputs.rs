@@ -255,3 +255,26 @@ fn a_cpu_only_program_is_known_only_from_its_whole_directory() {
         .collect();
     assert_eq!(lines, [("model.rs".to_owned(), 44)]);
 }
+
+/// A file of a crate that none of its targets holds (an old copy beside
+/// `src/`) is never compiled: a walked directory leaves it out, but a file
+/// handed over by name is linted as asked.
+#[test]
+fn a_file_outside_every_target_is_left_out_of_a_walk_only() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    std::fs::create_dir_all(dir.path().join("old")).unwrap();
+    std::fs::write(
+        dir.path().join("Cargo.toml"),
+        "[package]\nname = \"detector\"\nversion = \"0.1.0\"\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("src/lib.rs"), GOOD).unwrap();
+    std::fs::write(dir.path().join("old/main2.rs"), GOOD).unwrap();
+    let walked = lint_paths(&[dir.path().to_owned()], &Config::default());
+    let files: Vec<&Path> = walked.findings.iter().map(|f| f.file.as_path()).collect();
+    assert_eq!(files, [dir.path().join("src/lib.rs").as_path()]);
+    assert_eq!(walked.files_scanned, 1);
+    let named = lint_paths(&[dir.path().join("old/main2.rs")], &Config::default());
+    assert_eq!(named.findings.len(), 1, "{:?}", named.findings);
+}
