@@ -191,6 +191,13 @@ fn main() -> ExitCode {
         if !of_kind.is_empty() {
             println!();
             print_kind(kind, &of_kind);
+        } else if kind == SetKind::HeldOut && only.is_none() {
+            // Said, not left out: a figure on unseen code needs a set nobody
+            // has read yet.
+            println!();
+            println!(
+                "held-out sets: none listed in sets.toml; every set has been read, so a held-out figure needs fresh repositories"
+            );
         }
     }
     if unjudged_total > 0 {
