@@ -5,8 +5,7 @@
 
 use std::path::Path;
 
-use crate::analysis::crate_pass::CrateIndex;
-use crate::analysis::crate_pass::LoopLevels;
+use crate::analysis::crate_pass::{CrateIndex, LoopLevels};
 use crate::analysis::facts::{Cold, Context, FileFacts, Fix, Loc, Site};
 use crate::config::{Config, Level};
 use crate::engine::{group_by_workspace, workspace_index, Scanned};
@@ -95,68 +94,65 @@ fn workspace_findings(
     config: &Config,
 ) -> Vec<Finding> {
     let mut out: Vec<Finding> = Vec::new();
-    {
-        let levels = index.loop_levels();
-        let summary = index.summarize(&levels.epochs);
-        let hot = index.hot_functions(&levels);
-        for (file, &position) in positions.iter().enumerate() {
-            let facts = index.facts(file);
-            let mut reads = Vec::new();
-            for site in &facts.sites {
-                if site.context.loop_id.is_none() {
-                    // A read outside loops, in a function that runs on
-                    // every iteration of a per-step loop elsewhere.
-                    let hot_call = site.context.function.and_then(|f| hot.get(&(file, f)));
-                    if let (Some(hot_call), None, None) =
-                        (hot_call, &site.context.periodic, &site.context.cold)
-                    {
-                        if index.site_syncs_in(file, site, hot_call) {
-                            // The loop's place as a reader finds it: a line of this
-                            // file, or another file's path as the lint was given it,
-                            // relative to where it runs (never absolute where it need not be).
-                            let at = if hot_call.file == file {
-                                format!("line {}", hot_call.loop_line)
-                            } else {
-                                let path = &scanned[positions[hot_call.file]].path;
-                                let shown = std::env::current_dir()
-                                    .ok()
-                                    .and_then(|cwd| {
-                                        path.strip_prefix(cwd).ok().map(Path::to_path_buf)
-                                    })
-                                    .unwrap_or_else(|| path.to_path_buf());
-                                format!("{}:{}", shown.display(), hot_call.loop_line)
-                            };
-                            let mut read = site_read(site);
-                            read.notes.push(format!(
+    let levels = index.loop_levels();
+    let summary = index.summarize(&levels.epochs);
+    let hot = index.hot_functions(&levels);
+    for (file, &position) in positions.iter().enumerate() {
+        let facts = index.facts(file);
+        let mut reads = Vec::new();
+        for site in &facts.sites {
+            if site.context.loop_id.is_none() {
+                // A read outside loops, in a function that runs on
+                // every iteration of a per-step loop elsewhere.
+                let hot_call = site.context.function.and_then(|f| hot.get(&(file, f)));
+                if let (Some(hot_call), None, None) =
+                    (hot_call, &site.context.periodic, &site.context.cold)
+                {
+                    if index.site_syncs_in(file, site, hot_call) {
+                        // The loop's place as a reader finds it: a line of this
+                        // file, or another file's path as the lint was given it,
+                        // relative to where it runs (never absolute where it need not be).
+                        let at = if hot_call.file == file {
+                            format!("line {}", hot_call.loop_line)
+                        } else {
+                            let path = &scanned[positions[hot_call.file]].path;
+                            let shown = std::env::current_dir()
+                                .ok()
+                                .and_then(|cwd| path.strip_prefix(cwd).ok().map(Path::to_path_buf))
+                                .unwrap_or_else(|| path.to_path_buf());
+                            format!("{}:{}", shown.display(), hot_call.loop_line)
+                        };
+                        let mut read = site_read(site);
+                        read.notes.push(format!(
                                 "`{}` runs on every iteration of the loop at {at}: the host waits for the device once per iteration",
                                 index.function(hot_call.callee).display_name(),
                             ));
-                            reads.extend(judge_hot(read, &site.context, facts, config));
-                        }
+                        reads.extend(judge_hot(read, &site.context, facts, config));
                     }
-                    continue;
                 }
-                if !index.site_syncs(file, site) {
-                    continue;
-                }
-                reads.extend(judge(
-                    site_read(site),
-                    &site.context,
-                    facts,
-                    file,
-                    &levels,
-                    config,
-                ));
+                continue;
             }
-            for call in &facts.calls {
-                if call.context.loop_id.is_none() {
-                    continue;
-                }
-                let callees = index.callees(file, call);
-                let Some(chain) = index.chain_through(&summary.syncs, file, call, &callees) else {
-                    continue;
-                };
-                let read = Read {
+            if !index.site_syncs(file, site) {
+                continue;
+            }
+            reads.extend(judge(
+                site_read(site),
+                &site.context,
+                facts,
+                file,
+                &levels,
+                config,
+            ));
+        }
+        for call in &facts.calls {
+            if call.context.loop_id.is_none() {
+                continue;
+            }
+            let callees = index.callees(file, call);
+            let Some(chain) = index.chain_through(&summary.syncs, file, call, &callees) else {
+                continue;
+            };
+            let read = Read {
                     rule: chain.rule,
                     pattern: chain.pattern,
                     op: format!("`{}`", chain.steps[0]),
@@ -182,15 +178,14 @@ fn workspace_findings(
                         _ => None,
                     },
                 };
-                let context = Context {
-                    periodic: chain.periodic.clone(),
-                    cold: chain.cold.clone(),
-                    ..call.context.clone()
-                };
-                reads.extend(judge(read, &context, facts, file, &levels, config));
-            }
-            out.extend(per_statement(reads, &scanned[position].path));
+            let context = Context {
+                periodic: chain.periodic.clone(),
+                cold: chain.cold.clone(),
+                ..call.context.clone()
+            };
+            reads.extend(judge(read, &context, facts, file, &levels, config));
         }
+        out.extend(per_statement(reads, &scanned[position].path));
     }
     out
 }

@@ -389,10 +389,11 @@ impl CrateIndex<'_> {
     }
 
     /// The functions a call runs once per iteration of the hot loop it
-    /// sits in, each as one step (not one holding a loop of steps): behind a periodic guard (`if t % update_interval == 0`)
-    /// only those that are an update themselves, since each of their calls
-    /// is one optimizer step however often it is made; the guarded rest
-    /// runs every N steps.
+    /// sits in, each as one step (not one holding a loop of steps). Behind
+    /// a periodic guard (`if t % update_interval == 0`) only those that are
+    /// an update themselves count, since each of their calls is one
+    /// optimizer step however often it is made; the guarded rest runs
+    /// every N steps.
     fn runs_per_call_in(&self, file: usize, call: &CallSite, levels: &LoopLevels) -> Vec<FnId> {
         let mut callees = self.runs_per_call(file, call);
         if call.context.periodic.is_some() {

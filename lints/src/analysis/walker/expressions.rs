@@ -491,14 +491,7 @@ impl Walker<'_> {
             l.repeats = true;
             l.request = true;
         });
-        self.push_scope();
-        for input in &c.inputs {
-            self.bind_pat(input, Val::Unknown);
-        }
-        self.fn_state.closure_depth += 1;
-        let value = self.expr(&c.body);
-        self.fn_state.closure_depth -= 1;
-        self.pop_scope();
+        let value = self.closure(c);
         self.exit_loop(saved);
         value
     }
