@@ -64,6 +64,9 @@ pub(crate) struct Placement {
     pub(crate) features: Arc<Features>,
     /// The crate's name, for paths from sibling crates.
     pub(crate) crate_name: Option<String>,
+    /// The crate is prepared for crates.io: its public functions are
+    /// called by other crates.
+    pub(crate) published: bool,
 }
 
 impl Placement {
@@ -109,11 +112,16 @@ fn run(inputs: Vec<Input<'_>>, mut errors: Vec<FileError>, config: &Config, whol
                 .crate_root
                 .as_deref()
                 .and_then(|root| layout.crate_name(root));
+            let published = member
+                .crate_root
+                .as_deref()
+                .is_some_and(|root| layout.published(root));
             Placement {
                 member,
                 scope,
                 features,
                 crate_name,
+                published,
             }
         })
         .collect();
@@ -379,6 +387,7 @@ pub(crate) fn workspace_index<'s>(
             facts,
             unit,
             module: placement.scope.module.clone(),
+            published: placement.published,
         });
     }
     (positions, CrateIndex::new(files, units, crate_names))

@@ -3,9 +3,11 @@
 //! outside the release hot path, the configured levels), and one finding
 //! per statement listing every read in it.
 
+use std::borrow::Cow;
+use std::collections::HashSet;
 use std::path::Path;
 
-use crate::analysis::crate_pass::{CrateIndex, LoopLevels};
+use crate::analysis::crate_pass::{CrateIndex, FnId, LoopLevels};
 use crate::analysis::facts::{Cold, Context, FileFacts, Fix, Loc, Site};
 use crate::config::{Config, Level};
 use crate::engine::{group_by_workspace, workspace_index, Scanned};
@@ -97,6 +99,7 @@ fn workspace_findings(
     let levels = index.loop_levels();
     let summary = index.summarize(&levels.epochs);
     let hot = index.hot_functions(&levels);
+    let test_only = index.test_only();
     for (file, &position) in positions.iter().enumerate() {
         let facts = index.facts(file);
         let mut reads = Vec::new();
@@ -104,7 +107,11 @@ fn workspace_findings(
             if site.context.loop_id.is_none() {
                 // A read outside loops, in a function that runs on
                 // every iteration of a per-step loop elsewhere.
-                let hot_call = site.context.function.and_then(|f| hot.get(&(file, f)));
+                let hot_call = site
+                    .context
+                    .function
+                    .filter(|&f| !test_only.contains(&(file, f)))
+                    .and_then(|f| hot.get(&(file, f)));
                 if let (Some(hot_call), None, None) =
                     (hot_call, &site.context.periodic, &site.context.cold)
                 {
@@ -137,7 +144,7 @@ fn workspace_findings(
             }
             reads.extend(judge(
                 site_read(site),
-                &site.context,
+                &in_tests(&site.context, file, &test_only),
                 facts,
                 file,
                 &levels,
@@ -181,13 +188,27 @@ fn workspace_findings(
             let context = Context {
                 periodic: chain.periodic.clone(),
                 cold: chain.cold.clone(),
-                ..call.context.clone()
+                ..in_tests(&call.context, file, &test_only).into_owned()
             };
             reads.extend(judge(read, &context, facts, file, &levels, config));
         }
         out.extend(per_statement(reads, &scanned[position].path));
     }
     out
+}
+
+/// The context of code in a function only tests call: test code, unless
+/// something colder already holds.
+fn in_tests<'c>(context: &'c Context, file: usize, test_only: &HashSet<FnId>) -> Cow<'c, Context> {
+    match context.function {
+        Some(f) if context.cold.is_none() && test_only.contains(&(file, f)) => {
+            Cow::Owned(Context {
+                cold: Some(Cold::Test),
+                ..context.clone()
+            })
+        }
+        _ => Cow::Borrowed(context),
+    }
 }
 
 /// A read at a site, before its severity is decided.

@@ -21,6 +21,9 @@ pub(crate) struct Manifest {
     pub features: Arc<Features>,
     /// Targets it declares with explicit paths.
     pub targets: scope::DeclaredTargets,
+    /// It is prepared for crates.io (its `[package]` has a `description`
+    /// and no `publish = false`): other crates call its public functions.
+    pub published: bool,
 }
 
 /// A file's crate and workspace.
@@ -80,6 +83,11 @@ impl Layout {
             .unwrap_or_default()
     }
 
+    /// Whether the crate is prepared for crates.io (see [`Manifest`]).
+    pub(crate) fn published(&mut self, crate_root: &Path) -> bool {
+        self.manifest(crate_root).is_some_and(|m| m.published)
+    }
+
     /// The crate's name, from its manifest.
     pub(crate) fn crate_name(&mut self, crate_root: &Path) -> Option<String> {
         self.manifest(crate_root).and_then(|m| m.name.clone())
@@ -120,6 +128,7 @@ impl Layout {
                             .as_ref()
                             .map(scope::declared_targets)
                             .unwrap_or_default(),
+                        published: table.as_ref().is_some_and(published),
                     }
                 });
             self.manifests.insert(dir.to_owned(), manifest);
@@ -145,6 +154,16 @@ impl Layout {
         self.workspaces.insert(crate_root.to_owned(), found.clone());
         found
     }
+}
+
+/// A `[package]` with a `description` (crates.io requires one) that does
+/// not say `publish = false`.
+fn published(table: &toml::Table) -> bool {
+    let Some(package) = table.get("package").and_then(toml::Value::as_table) else {
+        return false;
+    };
+    package.contains_key("description")
+        && package.get("publish").and_then(toml::Value::as_bool) != Some(false)
 }
 
 fn manifest_path(dir: &Path) -> PathBuf {
@@ -182,6 +201,19 @@ mod tests {
             *layout.features(Some(&root.join("a"))),
             Features::from_manifest("[features]\ndefault = [\"x\"]\nx = []\n", &[])
         );
+        assert!(!layout.published(&root.join("a")));
+        std::fs::write(
+            root.join("a/Cargo.toml"),
+            "[package]\nname = \"a-crate\"\ndescription = \"A crate.\"\n",
+        )
+        .unwrap();
+        assert!(Layout::new(&[]).published(&root.join("a")));
+        std::fs::write(
+            root.join("a/Cargo.toml"),
+            "[package]\nname = \"a-crate\"\ndescription = \"A crate.\"\npublish = false\n",
+        )
+        .unwrap();
+        assert!(!Layout::new(&[]).published(&root.join("a")));
         let loose = layout.membership(Path::new("/nonexistent-devcheck-dir/x.rs"));
         assert_eq!(loose, Membership::default());
     }

@@ -161,6 +161,9 @@ pub(crate) struct FileInfo<'a> {
     pub unit: usize,
     /// Its module path within the unit.
     pub module: Vec<String>,
+    /// Its crate is prepared for crates.io, so other crates call its
+    /// functions.
+    pub published: bool,
 }
 
 /// A compilation unit: a crate's library, binary, example, test or bench.
@@ -954,6 +957,50 @@ impl<'a> CrateIndex<'a> {
             *self.callers.borrow_mut() = Some(map);
         }
         std::cell::Ref::map(self.callers.borrow(), |c| c.as_ref().expect("just filled"))
+    }
+
+    /// Functions only test code calls: every call of each (there is at
+    /// least one) sits in test code or in another such function. Their
+    /// loops run when the tests run, never in a release build. A crate
+    /// prepared for crates.io is left out: other crates call its functions,
+    /// whatever its own tests do. Trait
+    /// methods are left out, since a call through `dyn Trait` or a generic
+    /// reaches them without naming them.
+    pub(crate) fn test_only(&self) -> HashSet<FnId> {
+        let callers = self.callers();
+        let mut only: HashSet<FnId> = HashSet::new();
+        loop {
+            let mut grew = false;
+            for (&id, sites) in callers.iter() {
+                if only.contains(&id) {
+                    continue;
+                }
+                let function = self.function(id);
+                if function.in_trait || function.trait_impl.is_some() || self.files[id.0].published
+                {
+                    continue;
+                }
+                // Its own recursive calls say nothing of who calls it.
+                let mut outside = sites.iter().filter_map(|&(file, index)| {
+                    let call = &self.files[file].facts.calls[index];
+                    let caller = call.context.function.map(|f| (file, f));
+                    (caller != Some(id)).then_some((call, caller))
+                });
+                let mut any = false;
+                let all_tests = outside.all(|(call, caller)| {
+                    any = true;
+                    matches!(call.context.cold, Some(Cold::Test))
+                        || caller.is_some_and(|caller| only.contains(&caller))
+                }) && any;
+                if all_tests {
+                    only.insert(id);
+                    grew = true;
+                }
+            }
+            if !grew {
+                return only;
+            }
+        }
     }
 
     // ----- chains --------------------------------------------------------
