@@ -272,6 +272,14 @@ pub struct StructFacts {
     pub setters: bool,
 }
 
+/// The owner under which what the crate sends over channels is recorded,
+/// as stores into one field ([`CHANNEL_MESSAGE`]) of a type no crate can
+/// name: a value received from a channel is placed by every value sent.
+pub const CHANNEL: &str = "<channel>";
+
+/// The field of [`CHANNEL`] that sent values are stored into.
+pub const CHANNEL_MESSAGE: &str = "message";
+
 /// A value stored into a struct's field: `S { f: v }`, `self.f = v`.
 #[derive(Clone, Debug)]
 pub struct FieldStore {

@@ -15,7 +15,7 @@ use syn::{
 
 use super::facts::{
     AliasFacts, CallSite, Callee, Cold, Context, FieldStore, FileFacts, FnFacts, Loc, LoopFacts,
-    Site, StructFacts, TraitFacts, TyKind, UseFacts,
+    Site, StructFacts, TraitFacts, TyKind, UseFacts, CHANNEL, CHANNEL_MESSAGE,
 };
 use super::hot_path::{attrs_cold, cfg_macro_cold, Features};
 use super::types::{

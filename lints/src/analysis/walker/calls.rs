@@ -67,6 +67,17 @@ impl Walker<'_> {
             }
         }
 
+        // `Command::Resize(n)`: an enum variant built like a tuple struct.
+        // (`Device::Cuda(0)` is tch's, and names a device.)
+        if name.starts_with(|c: char| c.is_ascii_uppercase()) && func.qself.is_none() {
+            if let Some(variant) = self
+                .variant_name(&func.path)
+                .filter(|v| !v.starts_with("Device::"))
+            {
+                return self.tuple_struct(variant, c);
+            }
+        }
+
         // `tch::no_grad(|| ..)` returns what the closure returns.
         if name == "no_grad" || name == "autocast" {
             let mut value = Val::Unknown;
@@ -77,6 +88,15 @@ impl Walker<'_> {
                 };
             }
             return value;
+        }
+
+        // `mpsc::channel()`, `crossbeam_channel::bounded(n)`: a sender and a
+        // receiver, which hold no data of their own.
+        if is_channel_constructor(&segments) {
+            for arg in &c.args {
+                self.expr(arg);
+            }
+            return Val::Tuple(vec![Val::Other, Val::Other]);
         }
 
         let mut args = Vec::with_capacity(c.args.len());
@@ -385,6 +405,12 @@ impl Walker<'_> {
                 }
             }
         }
+        if is_channel_send(&name)
+            && args.len() == 1
+            && !matches!(receiver, Val::Tensor(_) | Val::Tensors { .. })
+        {
+            self.store_sent(&args[0]);
+        }
         self.mark_named_step(&name);
         let mut arg_places: Vec<Place> = vec![receiver.place().unwrap_or_default()];
         arg_places.extend(args.iter().map(|a| a.place().unwrap_or_default()));
@@ -490,6 +516,9 @@ impl Walker<'_> {
     ) -> Val {
         if TRANSPARENT.contains(&name) {
             return receiver;
+        }
+        if is_channel_receive(name) && !matches!(receiver, Val::Tensor(_) | Val::Tensors { .. }) {
+            return Val::Deferred(received(), Place::Device);
         }
         match (name, &receiver) {
             // A sequential model with a layer that moves its input.
@@ -636,5 +665,59 @@ impl Walker<'_> {
             }
             _ => Val::Unknown,
         }
+    }
+}
+
+/// A channel's constructor, by its path: `channel`, `sync_channel`,
+/// `bounded`, `unbounded`, alone or under a channel module (`mpsc`,
+/// `crossbeam_channel`, `flume`, `oneshot`, ...).
+fn is_channel_constructor(segments: &[String]) -> bool {
+    let [modules @ .., name] = segments else {
+        return false;
+    };
+    matches!(
+        name.as_str(),
+        "channel" | "sync_channel" | "bounded" | "unbounded"
+    ) && modules.iter().all(|m| {
+        matches!(
+            m.as_str(),
+            "std"
+                | "sync"
+                | "mpsc"
+                | "tokio"
+                | "crossbeam"
+                | "crossbeam_channel"
+                | "channel"
+                | "flume"
+                | "oneshot"
+                | "broadcast"
+                | "watch"
+                | "async_channel"
+                | "kanal"
+        )
+    })
+}
+
+/// Sending one value over a channel (std, crossbeam, flume, tokio).
+fn is_channel_send(name: &str) -> bool {
+    matches!(
+        name,
+        "send" | "try_send" | "blocking_send" | "send_blocking" | "send_timeout"
+    )
+}
+
+/// Receiving a value from a channel.
+fn is_channel_receive(name: &str) -> bool {
+    matches!(
+        name,
+        "recv" | "try_recv" | "recv_timeout" | "recv_deadline" | "blocking_recv" | "recv_blocking"
+    )
+}
+
+/// What a channel hands over: placed by every value the crate sends.
+fn received() -> TypeRef {
+    TypeRef::Field {
+        base: Box::new(TypeRef::Named(CHANNEL.to_owned())),
+        field: CHANNEL_MESSAGE.to_owned(),
     }
 }

@@ -232,6 +232,26 @@ impl Walker<'_> {
         Val::Deferred(TypeRef::Named(owner), place.unwrap_or_default())
     }
 
+    /// Records a value sent over a channel (`tx.send(v)`): a store into the
+    /// channel's one field, a tuple's parts one by one (the message is on
+    /// the CPU if each of them is). A value that holds no data (`()`, a
+    /// number, a sender) says nothing about where received data is.
+    pub(super) fn store_sent(&mut self, value: &Val) {
+        if let Val::Tuple(parts) = value {
+            for part in parts {
+                self.store_sent(part);
+            }
+            return;
+        }
+        self.facts.field_stores.push(FieldStore {
+            owner: CHANNEL.to_owned(),
+            field: CHANNEL_MESSAGE.to_owned(),
+            place: value.place(),
+            empty: *value == Val::Other,
+            function: self.fn_state.context.function,
+        });
+    }
+
     /// Records `owner.field = value` (`owner` defaults to `Self`).
     pub(super) fn store_field(&mut self, owner: Option<String>, member: &Member, value: &Val) {
         let Some(owner) = owner.or_else(|| self.fn_state.self_ty.clone()) else {
