@@ -365,8 +365,20 @@ impl<'a> Walker<'a> {
                     .and_then(|(_, path, _)| path.segments.last())
                     .map(|s| s.ident.to_string());
                 let impl_generics = generic_bounds(&imp.generics);
+                // A const parameter written as an argument (`N` in
+                // `impl<const N: usize> Player<N, Net>`) parses as a type;
+                // the struct's positions count type parameters only.
+                let consts: Vec<String> = imp
+                    .generics
+                    .const_params()
+                    .map(|c| c.ident.to_string())
+                    .collect();
                 let args = type_args(&imp.self_ty)
-                    .iter()
+                    .into_iter()
+                    .filter(|t| {
+                        !matches!(t, Type::Path(p) if p.path.get_ident()
+                            .is_some_and(|i| consts.iter().any(|c| i == c)))
+                    })
                     .map(|t| classify_in(t, owner.as_deref(), &impl_generics))
                     .collect::<Vec<_>>();
                 // Only arguments that name something help a field's type.
