@@ -247,7 +247,7 @@ fn first_and_second_pass<'a>(
             let mut needles_by_crate: HashMap<&Option<PathBuf>, AhoCorasick> = HashMap::new();
             for (root, members) in &crates {
                 let (_, index) = workspace_index(&scanned, members);
-                let summary = index.summarize(&HashSet::new());
+                let summary = index.summarize(None);
                 // A syncing method's type too: a file that only names it
                 // (`pub type SBertRT = SBert<RustTokenizers>`, a re-export)
                 // says what a call's receiver is.

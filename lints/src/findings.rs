@@ -32,6 +32,9 @@ struct Read {
     /// Why the read runs less often than its loop's iterations, where the
     /// chain to it says so (once per epoch of a function it calls).
     less_often: Option<String>,
+    /// Why a call's reads are reported elsewhere: they sit in a loop of
+    /// steps of a function it reaches, which a call runs once.
+    steps_inside: Option<String>,
     /// The read waits once per element of one tensor (an indexed read, at
     /// the call or down its chain): a defect even where the loop around it
     /// answers one request per iteration, since one copy would do.
@@ -97,7 +100,7 @@ fn workspace_findings(
 ) -> Vec<Finding> {
     let mut out: Vec<Finding> = Vec::new();
     let levels = index.loop_levels();
-    let summary = index.summarize(&levels.epochs);
+    let summary = index.summarize(Some(&levels));
     let hot = index.hot_functions(&levels);
     let test_only = index.test_only();
     for (file, &position) in positions.iter().enumerate() {
@@ -159,6 +162,10 @@ fn workspace_findings(
             let Some(chain) = index.chain_through(&summary.syncs, file, call, &callees) else {
                 continue;
             };
+            // The reads sit in a loop of steps of the callee's own (a
+            // search's iterations, an epoch's batches), not in a loop over
+            // one tensor's items: they are judged at that loop.
+            let steps_inside = chain.looped_steps && chain.fix != Fix::Element;
             let read = Read {
                     rule: chain.rule,
                     pattern: chain.pattern,
@@ -168,7 +175,7 @@ fn workspace_findings(
                         chain.steps[0], chain.message
                     ),
                     notes: std::iter::once(format!("via {}", quoted_chain(&chain.steps)))
-                        .chain(chain.looped.iter().map(|function| {
+                        .chain(chain.looped.iter().filter(|_| !steps_inside).map(|function| {
                             format!("`{function}` reads in a loop of its own: each call waits for the device once per iteration of it")
                         }))
                         .collect(),
@@ -178,6 +185,9 @@ fn workspace_findings(
                     statement: call.context.statement,
                     severity: Severity::Warning,
                     piecewise: chain.fix == Fix::Element,
+                    steps_inside: chain.looped.as_ref().filter(|_| steps_inside).map(|function| format!(
+                        "`{function}` reads in a loop of steps of its own, reported there: each call runs that loop once"
+                    )),
                     less_often: match (&chain.epoch, &chain.looped) {
                         (Some(function), None) => Some(format!(
                             "`{function}` runs a loop of steps of its own and reads outside it, once per call: the call is the once-per-epoch level"
@@ -240,6 +250,7 @@ fn site_read(site: &Site) -> Read {
         statement: site.context.statement,
         severity: Severity::Warning,
         less_often: None,
+        steps_inside: None,
         piecewise: site.hit.fix == Fix::Element,
     }
 }
@@ -325,6 +336,7 @@ fn judge(
                 format!("runs once per request taken by the loop at line {loop_line}")
             })
         })
+        .or_else(|| read.steps_inside.clone())
         .or_else(|| {
             // Copying each whole item of a collection (serialising
             // tensors, handing each input to another runtime) is the

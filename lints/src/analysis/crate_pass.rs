@@ -199,6 +199,10 @@ pub(crate) struct Chain {
     /// the call leading to it): a call then syncs once per iteration of
     /// that loop, not once.
     pub looped: Option<String>,
+    /// That loop runs steps (an epoch's batches, a search's iterations),
+    /// rather than going over one tensor's items: the reads are judged at
+    /// that loop, and a call runs it once.
+    pub looped_steps: bool,
     /// The function along the chain that runs a loop of steps of its own
     /// (an epoch of minibatches) with the operation, or the call leading to
     /// it, outside that loop: a call then syncs once per run of the whole
@@ -1010,10 +1014,17 @@ impl<'a> CrateIndex<'a> {
     /// loop of their own. A read in a function's own loop is reported there
     /// too, but a loop calling the function waits on every one of its
     /// iterations all the same.
-    /// `epochs`: the functions that run a loop of steps of their own
-    /// (from [`CrateIndex::loop_levels`]); none where only which functions
-    /// sync matters.
-    pub(crate) fn summarize(&self, epochs: &HashSet<FnId>) -> Summary {
+    /// `levels`: the workspace's loop levels (from
+    /// [`CrateIndex::loop_levels`]): which functions run a loop of steps of
+    /// their own, and which loops run steps; `None` where only which
+    /// functions sync matters.
+    pub(crate) fn summarize(&self, levels: Option<&LoopLevels>) -> Summary {
+        let no_epochs = HashSet::new();
+        let epochs = levels.map_or(&no_epochs, |l| &l.epochs);
+        // A loop that runs steps (or sits in one), unlike a loop over a
+        // tensor's items.
+        let runs_steps =
+            |file: usize, loop_id: usize| levels.is_some_and(|l| !l.get(file, loop_id).stepless);
         let mut summary = Summary::default();
         // Reads outside loops first: a function keeps a few ways it syncs,
         // and the once-per-call ones say the most.
@@ -1054,6 +1065,10 @@ impl<'a> CrateIndex<'a> {
                     .context
                     .loop_id
                     .map(|_| self.function((file_index, function)).display_name()),
+                looped_steps: site
+                    .context
+                    .loop_id
+                    .is_some_and(|l| runs_steps(file_index, l)),
                 epoch: (site.context.loop_id.is_none() && epochs.contains(&(file_index, function)))
                     .then(|| self.function((file_index, function)).display_name()),
             };
@@ -1089,12 +1104,18 @@ impl<'a> CrateIndex<'a> {
                         .loop_id
                         .map(|_| self.function(*caller).display_name())
                 });
+                let looped_steps = if chain.looped.is_some() {
+                    chain.looped_steps
+                } else {
+                    call.context.loop_id.is_some_and(|l| runs_steps(*file, l))
+                };
                 changed |= offer(
                     &mut summary.syncs,
                     *caller,
                     Chain {
                         condition,
                         looped,
+                        looped_steps,
                         ..chain
                     },
                 );
