@@ -651,6 +651,13 @@ impl<'a> Walker<'a> {
             }
         }
         let tail = self.block(block);
+        // `fn value(t: &Tensor) -> f32 { t.into() }`: the return type names
+        // what the tail's bare conversion converts into.
+        if let (ReturnType::Type(_, ty), Some(Stmt::Expr(expr, None))) =
+            (&sig.output, block.stmts.last())
+        {
+            self.annotated_try_into(ty, expr);
+        }
         self.note_return(&tail);
         if let Some(place) = self.fn_state.returns.take() {
             self.facts.functions[index].return_place = place;
