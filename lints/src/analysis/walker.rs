@@ -208,6 +208,8 @@ struct FnState {
     generics: Vec<(String, TyKind)>,
     /// Local closures bound at function level: the sites in each body.
     closures: Vec<Vec<usize>>,
+    /// What each such closure returns, as far as its body says.
+    closure_values: Vec<Val>,
     /// The closures whose bodies are being walked.
     open_closures: Vec<usize>,
     /// Closure bodies being walked: a `return` there is the closure's.
@@ -1054,7 +1056,8 @@ impl<'a> Walker<'a> {
                 let id = self.fn_state.closures.len();
                 self.fn_state.closures.push(Vec::new());
                 self.fn_state.open_closures.push(id);
-                self.closure(c);
+                let value = self.closure(c);
+                self.fn_state.closure_values.push(value);
                 self.fn_state.open_closures.pop();
                 self.bind(p.ident.to_string(), Val::Closure(id));
                 return;

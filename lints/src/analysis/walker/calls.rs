@@ -42,7 +42,12 @@ impl Walker<'_> {
                         self.expr(arg);
                     }
                     self.closure_call(id, &name, loc);
-                    return Val::Unknown;
+                    return self
+                        .fn_state
+                        .closure_values
+                        .get(id)
+                        .cloned()
+                        .unwrap_or(Val::Unknown);
                 }
                 // A local value called as a function: a boxed module.
                 Some(callee) => {
