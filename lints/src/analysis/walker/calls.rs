@@ -416,7 +416,11 @@ impl Walker<'_> {
         {
             self.store_sent(&args[0]);
         }
-        self.mark_named_step(&name);
+        // `scheduler.step(epoch)`, `early_stopping.step(score)`: bookkeeping
+        // once per epoch, not an optimizer step.
+        if !(name == "step" && schedules(&m.receiver)) {
+            self.mark_named_step(&name);
+        }
         let mut arg_places: Vec<Place> = vec![receiver.place().unwrap_or_default()];
         arg_places.extend(args.iter().map(|a| a.place().unwrap_or_default()));
         // A call a rule reports is that rule's finding, not a call to follow;
@@ -725,4 +729,21 @@ fn received() -> TypeRef {
         base: Box::new(TypeRef::Named(CHANNEL.to_owned())),
         field: CHANNEL_MESSAGE.to_owned(),
     }
+}
+
+/// A learning-rate schedule or an early-stopping monitor, by the name of
+/// the value (`lr_scheduler`, `self.scheduler`, `early_stopping`).
+fn schedules(receiver: &Expr) -> bool {
+    let name = match receiver {
+        Expr::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
+        Expr::Field(f) => match &f.member {
+            Member::Named(ident) => Some(ident.to_string()),
+            Member::Unnamed(_) => None,
+        },
+        _ => None,
+    };
+    name.is_some_and(|n| {
+        let n = n.to_ascii_lowercase();
+        n.contains("sched") || n.contains("stopping") || n.contains("stopper")
+    })
 }
