@@ -35,7 +35,7 @@ pub fn lint_paths(paths: &[PathBuf], config: &Config) -> Report {
     // alone (a pre-commit hook's staged files) may take its device from
     // one that was not.
     let whole = !paths.is_empty() && paths.iter().all(|p| p.is_dir());
-    run(inputs, walked.errors, config, whole)
+    run(inputs, walked.errors, config, whole.then_some(paths))
 }
 
 /// Lints sources already in memory. Paths are used for messages and to find
@@ -48,7 +48,7 @@ pub fn lint_sources(sources: &[(PathBuf, String)], config: &Config) -> Report {
             text: Some(text.as_str()),
         })
         .collect();
-    run(inputs, Vec::new(), config, false)
+    run(inputs, Vec::new(), config, None)
 }
 
 struct Input<'a> {
@@ -99,7 +99,13 @@ impl Scanned<'_> {
 
 /// `whole`: the inputs are whole directories, so a workspace's files
 /// among them are all of its program (see [`findings::collect`]).
-fn run(inputs: Vec<Input<'_>>, mut errors: Vec<FileError>, config: &Config, whole: bool) -> Report {
+fn run(
+    inputs: Vec<Input<'_>>,
+    mut errors: Vec<FileError>,
+    config: &Config,
+    dirs: Option<&[PathBuf]>,
+) -> Report {
+    let whole = dirs.is_some();
     let mut layout = Layout::new(&config.hot.features);
     let placements: Vec<Placement> = inputs
         .iter()
@@ -164,7 +170,7 @@ fn run(inputs: Vec<Input<'_>>, mut errors: Vec<FileError>, config: &Config, whol
             );
         }
     }
-    report.findings = findings::collect(&scanned, config, whole);
+    report.findings = findings::collect(&scanned, config, dirs);
     let wanted: HashSet<&Path> = report
         .findings
         .iter()

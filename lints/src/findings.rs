@@ -4,8 +4,9 @@
 //! per statement listing every read in it.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
-use std::path::Path;
+use std::cell::OnceCell;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 
 use crate::analysis::crate_pass::{CrateIndex, FnId, LoopLevels};
 use crate::analysis::facts::{Cold, Context, FileFacts, Fix, Loc, Site};
@@ -43,22 +44,34 @@ struct Read {
 
 /// Findings for every parsed file, sorted by file, line and column.
 ///
-/// `whole`: the inputs were whole directories. A workspace among them that
-/// holds a program (`fn main`) and names no accelerator in any file runs
-/// everything on the CPU, where nothing waits for a device: its tensors,
-/// whatever reaches them, are CPU tensors. That is only asked of a
-/// workspace with findings, so the files of the others are not read twice.
-pub(crate) fn collect(scanned: &[Scanned<'_>], config: &Config, whole: bool) -> Vec<Finding> {
+/// `dirs`: the directories the inputs were, when they were all
+/// directories. A workspace among them that holds a program (`fn main`) and
+/// names no accelerator in any file runs everything on the CPU, where
+/// nothing waits for a device: its tensors, whatever reaches them, are CPU
+/// tensors. That is only asked of a workspace with findings, so the files
+/// of the others are not read twice. A workspace walked from its root or
+/// above is read whole, so what nothing in it calls is known too.
+pub(crate) fn collect(
+    scanned: &[Scanned<'_>],
+    config: &Config,
+    dirs: Option<&[PathBuf]>,
+) -> Vec<Finding> {
     let mut out: Vec<Finding> = Vec::new();
     for (workspace, members) in group_by_workspace(scanned) {
         let (positions, mut index) = workspace_index(scanned, &members);
         if positions.is_empty() {
             continue;
         }
-        let mut found = workspace_findings(scanned, &positions, &index, config);
-        if whole && workspace.is_some() && !found.is_empty() && cpu_only(scanned, &members) {
+        let whole = dirs.is_some() && workspace.is_some();
+        let read_whole = workspace
+            .as_ref()
+            .zip(dirs)
+            .is_some_and(|(root, dirs)| dirs.iter().any(|d| root.starts_with(d)));
+        let members_if_whole = read_whole.then_some(members.as_slice());
+        let mut found = workspace_findings(scanned, members_if_whole, &positions, &index, config);
+        if whole && !found.is_empty() && cpu_only(scanned, &members) {
             index.set_cpu_only(true);
-            found = workspace_findings(scanned, &positions, &index, config);
+            found = workspace_findings(scanned, members_if_whole, &positions, &index, config);
         }
         out.extend(found);
     }
@@ -91,9 +104,11 @@ fn cpu_only(scanned: &[Scanned<'_>], members: &[usize]) -> bool {
     main
 }
 
-/// The findings of one workspace's parsed files.
+/// The findings of one workspace's parsed files (`members`: all its files,
+/// where it was walked whole).
 fn workspace_findings(
     scanned: &[Scanned<'_>],
+    members: Option<&[usize]>,
     positions: &[usize],
     index: &CrateIndex<'_>,
     config: &Config,
@@ -103,6 +118,18 @@ fn workspace_findings(
     let summary = index.summarize(Some(&levels));
     let hot = index.hot_functions(&levels);
     let test_only = index.test_only();
+    // What nothing calls, worked out on the first read that needs it.
+    let uncalled: OnceCell<HashMap<FnId, String>> = OnceCell::new();
+    let uncalled = || {
+        uncalled.get_or_init(|| {
+            members
+                .map(|members| index.uncalled(&workspace_texts(scanned, members)))
+                .unwrap_or_default()
+                .into_iter()
+                .map(|id| (id, index.function(id).display_name()))
+                .collect()
+        })
+    };
     for (file, &position) in positions.iter().enumerate() {
         let facts = index.facts(file);
         let mut reads = Vec::new();
@@ -147,7 +174,7 @@ fn workspace_findings(
             }
             reads.extend(judge(
                 site_read(site),
-                &in_tests(&site.context, file, &test_only),
+                &in_tests(&site.context, file, &test_only, uncalled),
                 facts,
                 file,
                 &levels,
@@ -195,10 +222,11 @@ fn workspace_findings(
                         _ => None,
                     },
                 };
+            let around = in_tests(&call.context, file, &test_only, uncalled).into_owned();
             let context = Context {
                 periodic: chain.periodic.clone(),
-                cold: chain.cold.clone(),
-                ..in_tests(&call.context, file, &test_only).into_owned()
+                cold: chain.cold.clone().or(around.cold.clone()),
+                ..around
             };
             reads.extend(judge(read, &context, facts, file, &levels, config));
         }
@@ -207,18 +235,43 @@ fn workspace_findings(
     out
 }
 
-/// The context of code in a function only tests call: test code, unless
-/// something colder already holds.
-fn in_tests<'c>(context: &'c Context, file: usize, test_only: &HashSet<FnId>) -> Cow<'c, Context> {
-    match context.function {
-        Some(f) if context.cold.is_none() && test_only.contains(&(file, f)) => {
-            Cow::Owned(Context {
-                cold: Some(Cold::Test),
-                ..context.clone()
-            })
-        }
-        _ => Cow::Borrowed(context),
-    }
+/// The context of code in a function only tests call (test code) or that
+/// nothing calls, unless something colder already holds.
+fn in_tests<'c, 'u>(
+    context: &'c Context,
+    file: usize,
+    test_only: &HashSet<FnId>,
+    uncalled: impl FnOnce() -> &'u HashMap<FnId, String>,
+) -> Cow<'c, Context> {
+    let Some(f) = context.function.filter(|_| context.cold.is_none()) else {
+        return Cow::Borrowed(context);
+    };
+    let cold = if test_only.contains(&(file, f)) {
+        Cold::Test
+    } else if let Some(name) = uncalled().get(&(file, f)) {
+        Cold::Uncalled(name.clone())
+    } else {
+        return Cow::Borrowed(context);
+    };
+    Cow::Owned(Context {
+        cold: Some(cold),
+        ..context.clone()
+    })
+}
+
+/// The source of every file of a workspace (`members`), parsed or not;
+/// `None` for one that cannot be read again (then nothing counts as
+/// uncalled).
+fn workspace_texts<'s>(scanned: &'s [Scanned<'_>], members: &[usize]) -> Vec<Option<Cow<'s, str>>> {
+    members
+        .iter()
+        .map(|&m| match scanned[m].text() {
+            Some(text) => Some(Cow::Borrowed(text)),
+            None => std::fs::read_to_string(&scanned[m].path)
+                .ok()
+                .map(Cow::Owned),
+        })
+        .collect()
 }
 
 /// A read at a site, before its severity is decided.
@@ -318,6 +371,9 @@ fn judge(
         )),
         Some(Cold::Feature(feature)) => Some(format!(
             "only built with the cargo feature `{feature}`, which `default` does not enable"
+        )),
+        Some(Cold::Uncalled(function)) => Some(format!(
+            "nothing in the workspace calls or names `{function}`"
         )),
         _ => None,
     };

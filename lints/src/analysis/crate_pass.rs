@@ -1007,6 +1007,73 @@ impl<'a> CrateIndex<'a> {
         }
     }
 
+    /// Functions nothing in the workspace calls: no call resolves to one,
+    /// and its name appears in no code of the workspace but at a
+    /// definition (`fn name`) or as a module (`mod name`, `name::`): not
+    /// passed as a value, not called from a macro the walk does not read
+    /// (`texts`, the sources of all the workspace's files, parsed or not;
+    /// a file without its text counts as naming everything). Entry points are
+    /// left out: `main`, trait methods (reached through `dyn` and
+    /// generics), and everything of a crate prepared for crates.io, whose
+    /// functions other crates call.
+    pub(crate) fn uncalled(&self, texts: &[Option<std::borrow::Cow<'_, str>>]) -> HashSet<FnId> {
+        let callers = self.callers();
+        let mut candidates: HashMap<&str, Vec<FnId>> = HashMap::new();
+        for (file, info) in self.files.iter().enumerate() {
+            if info.published {
+                continue;
+            }
+            for (f, function) in info.facts.functions.iter().enumerate() {
+                let id = (file, f);
+                if function.name == "main"
+                    || function.in_trait
+                    || function.trait_impl.is_some()
+                    || callers.contains_key(&id)
+                {
+                    continue;
+                }
+                candidates
+                    .entry(function.name.as_str())
+                    .or_default()
+                    .push(id);
+            }
+        }
+        if candidates.is_empty() || texts.iter().any(Option::is_none) {
+            return HashSet::new();
+        }
+        let mut used: HashSet<&str> = HashSet::new();
+        for text in texts.iter().flatten() {
+            for line in text.as_ref().lines() {
+                let code = without_strings(line.split("//").next().unwrap_or_default());
+                let code = code.as_str();
+                let mut previous = "";
+                let mut rest = code;
+                while let Some(start) = rest.find(|c: char| c.is_alphanumeric() || c == '_') {
+                    let tail = &rest[start..];
+                    let end = tail
+                        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                        .unwrap_or(tail.len());
+                    let word = &tail[..end];
+                    rest = &tail[end..];
+                    // A use: not its definition (`fn name`), not a module
+                    // of the same name (`mod name`, `name::..`).
+                    if let Some((&name, _)) = candidates.get_key_value(word) {
+                        if !matches!(previous, "fn" | "mod") && !rest.trim_start().starts_with("::")
+                        {
+                            used.insert(name);
+                        }
+                    }
+                    previous = word;
+                }
+            }
+        }
+        candidates
+            .into_iter()
+            .filter(|(name, _)| !used.contains(name))
+            .flat_map(|(_, ids)| ids)
+            .collect()
+    }
+
     // ----- chains --------------------------------------------------------
 
     /// Computes which functions sync when called, directly or through
@@ -1230,6 +1297,29 @@ impl<'a> CrateIndex<'a> {
             ..inner
         })
     }
+}
+
+/// A line of code with its string literals blanked out (a name in a
+/// message is no use of it).
+fn without_strings(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    for c in line.chars() {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+            out.push(' ');
+        } else {
+            in_string = c == '"';
+            out.push(if in_string { ' ' } else { c });
+        }
+    }
+    out
 }
 
 /// How a message says in how many of the implementations a call reaches

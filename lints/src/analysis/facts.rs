@@ -32,6 +32,9 @@ pub enum Cold {
     DebugLog(String),
     /// Code under a cargo feature that the crate's `default` does not enable.
     Feature(String),
+    /// A function nothing in its workspace calls or names (an older
+    /// version kept beside its successor): it never runs in the program.
+    Uncalled(String),
     /// Code that runs only once something has failed: the arguments of
     /// `Err(..)`, of `panic!` and its kin (`unreachable!`, `bail!`, ...),
     /// and the message of `assert!` or `ensure!`.
