@@ -89,6 +89,9 @@ pub enum PlaceRef {
         /// (the receiver) is, whatever the input (a module may move it).
         module: bool,
     },
+    /// On the CPU if every one of these is: a tuple of values with places
+    /// of their own (`(policy, value)`), or either branch of an `if`.
+    All(Vec<Place>),
 }
 
 /// Where a value's data lives.
@@ -163,6 +166,23 @@ impl Place {
         match (self, other) {
             (a, b) if a == b => a,
             (Place::Cpu, p) | (p, Place::Cpu) => p,
+            (Place::CpuIf(a), Place::CpuIf(b)) => {
+                let mut all = Vec::new();
+                for part in [Place::CpuIf(a), Place::CpuIf(b)] {
+                    match part {
+                        Place::CpuIf(refs) if refs.len() == 1 => match &refs[0] {
+                            PlaceRef::All(inner) => all.extend(inner.iter().cloned()),
+                            _ => all.push(Place::CpuIf(refs)),
+                        },
+                        part => all.push(part),
+                    }
+                }
+                all.dedup();
+                if all.len() > MAX_PLACE_REFS || nesting(&all) > MAX_PLACE_NESTING {
+                    return Place::Device;
+                }
+                Place::of(PlaceRef::All(all))
+            }
             _ => Place::Device,
         }
     }
@@ -182,7 +202,7 @@ fn nesting(args: &[Place]) -> usize {
             Place::CpuIf(refs) => refs
                 .iter()
                 .map(|r| match r {
-                    PlaceRef::Call { args, .. } => 1 + nesting(args),
+                    PlaceRef::Call { args, .. } | PlaceRef::All(args) => 1 + nesting(args),
                     _ => 0,
                 })
                 .max()
@@ -984,6 +1004,13 @@ mod tests {
         );
         assert_eq!(
             Place::of(PlaceRef::Param(0)).both(Place::of(PlaceRef::Param(1))),
+            Place::of(PlaceRef::All(vec![
+                Place::of(PlaceRef::Param(0)),
+                Place::of(PlaceRef::Param(1))
+            ]))
+        );
+        assert_eq!(
+            Place::of(PlaceRef::Param(0)).both(Place::Device),
             Place::Device
         );
         assert_eq!(

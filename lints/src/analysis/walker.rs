@@ -35,8 +35,8 @@ mod syntax;
 pub(crate) use syntax::first_span;
 use syntax::{
     diverges, expr_attrs, is_part, is_self, is_some_pattern, param_of, path_has_segment,
-    rebinds_a_name, root_ident, splits_a_tensor, strip_references, takes_next, type_args,
-    type_name,
+    rebinds_a_name, root_ident, set_on_device, splits_a_tensor, strip_references, takes_next,
+    type_args, type_name,
 };
 
 /// How deep the walker follows nested expressions before giving up on the
@@ -225,6 +225,10 @@ struct FnState {
     /// a device itself (`batch.inputs.to_device(device)`): until then it is
     /// host data.
     moved_in_loops: Vec<Vec<String>>,
+    /// Locals the function moves to a device later (`vs.set_device(d)`):
+    /// a VarStore built on the CPU first, and the modules built from it,
+    /// end up on that device.
+    set_on_device: Vec<String>,
 }
 
 /// A local variable.
@@ -625,6 +629,7 @@ impl<'a> Walker<'a> {
                 statement: self.next_statement,
                 cold,
             },
+            set_on_device: set_on_device(block),
             ..FnState::default()
         };
         self.push_scope();
@@ -1084,6 +1089,15 @@ impl<'a> Walker<'a> {
             self.host_until_moved(&local.pat, value)
         } else {
             value
+        };
+        // `let mut vs = VarStore::new(Device::Cpu); ..; vs.set_device(d)`.
+        let value = match (&local.pat, value) {
+            (Pat::Ident(p), Val::Deferred(ty, Place::Cpu))
+                if self.fn_state.set_on_device.contains(&p.ident.to_string()) =>
+            {
+                Val::Deferred(ty, Place::Device)
+            }
+            (_, value) => value,
         };
         self.bind_pat(&local.pat, value);
         self.fn_state.binding_parts = false;

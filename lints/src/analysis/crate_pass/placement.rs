@@ -85,6 +85,11 @@ impl CrateIndex<'_> {
             },
             PlaceRef::Value(TypeRef::Field { base, field }) => match self.resolve(base, from) {
                 Some(TyKind::Named(owner)) => self.field_cpu(&owner, field, depth),
+                // `pack.outputs.0` of a tuple field: where the tuple is.
+                Some(TyKind::Tuple(_)) => {
+                    let base = PlaceRef::Value((**base).clone());
+                    self.ref_cpu(&base, file, env, depth + 1)
+                }
                 _ => false,
             },
             PlaceRef::Value(TypeRef::Part { base, .. }) => {
@@ -93,6 +98,9 @@ impl CrateIndex<'_> {
             }
             PlaceRef::Value(_) => false,
             PlaceRef::HostData(ty) => !matches!(self.resolve(ty, from), Some(TyKind::Number)),
+            PlaceRef::All(places) => places
+                .iter()
+                .all(|place| self.place_cpu(place, file, env, depth + 1)),
             PlaceRef::Call {
                 result,
                 args,
@@ -330,7 +338,7 @@ pub(super) fn holds_param(reference: &PlaceRef) -> bool {
     match reference {
         PlaceRef::Param(_) => true,
         PlaceRef::Value(_) | PlaceRef::HostData(_) => false,
-        PlaceRef::Call { args, .. } => args.iter().any(|a| match a {
+        PlaceRef::Call { args, .. } | PlaceRef::All(args) => args.iter().any(|a| match a {
             Place::CpuIf(refs) => refs.iter().any(holds_param),
             _ => false,
         }),
@@ -348,6 +356,11 @@ pub(crate) fn substitute(place: &Place, args: &[Place]) -> Place {
         let part = match reference {
             PlaceRef::Param(i) => args.get(*i).cloned().unwrap_or_default(),
             PlaceRef::Value(_) | PlaceRef::HostData(_) => Place::of(reference.clone()),
+            PlaceRef::All(places) => places
+                .iter()
+                .map(|p| substitute(p, args))
+                .reduce(Place::both)
+                .unwrap_or_default(),
             PlaceRef::Call {
                 result,
                 args: inner,

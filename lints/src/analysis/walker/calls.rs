@@ -414,7 +414,11 @@ impl Walker<'_> {
             && args.len() == 1
             && !matches!(receiver, Val::Tensor(_) | Val::Tensors { .. })
         {
-            self.store_sent(&args[0]);
+            if self.holds_no_data(&m.args[0]) {
+                self.store_sent(&Val::Other);
+            } else {
+                self.store_sent(&args[0]);
+            }
         }
         // `scheduler.step(epoch)`, `early_stopping.step(score)`: bookkeeping
         // once per epoch, not an optimizer step.
@@ -719,7 +723,13 @@ fn is_channel_send(name: &str) -> bool {
 fn is_channel_receive(name: &str) -> bool {
     matches!(
         name,
-        "recv" | "try_recv" | "recv_timeout" | "recv_deadline" | "blocking_recv" | "recv_blocking"
+        "recv"
+            | "try_recv"
+            | "recv_timeout"
+            | "recv_deadline"
+            | "blocking_recv"
+            | "recv_blocking"
+            | "recv_async"
     )
 }
 

@@ -232,6 +232,37 @@ impl Walker<'_> {
         Val::Deferred(TypeRef::Named(owner), place.unwrap_or_default())
     }
 
+    /// Whether an expression visibly holds no data: literals, locals known
+    /// to hold none, and enum variants, structs, tuples and `Ok`/`Some`
+    /// built only from such (`Stats::BatchSize(n)`, `(id, true)`).
+    pub(super) fn holds_no_data(&self, expr: &Expr) -> bool {
+        match expr {
+            Expr::Lit(_) | Expr::Cast(_) => true,
+            Expr::Path(p) => p
+                .path
+                .get_ident()
+                .is_some_and(|i| matches!(self.lookup(&i.to_string()), Some(Val::Other))),
+            Expr::Reference(r) => self.holds_no_data(&r.expr),
+            Expr::Paren(p) => self.holds_no_data(&p.expr),
+            Expr::Tuple(t) => t.elems.iter().all(|e| self.holds_no_data(e)),
+            Expr::Struct(s) => {
+                s.rest.is_none() && s.fields.iter().all(|f| self.holds_no_data(&f.expr))
+            }
+            Expr::Call(c) => {
+                matches!(&*c.func, Expr::Path(p) if p.path.segments.last().is_some_and(|s|
+                    s.ident.to_string().starts_with(|c: char| c.is_ascii_uppercase())))
+                    && c.args.iter().all(|a| self.holds_no_data(a))
+            }
+            Expr::MethodCall(m) => {
+                matches!(
+                    m.method.to_string().as_str(),
+                    "len" | "is_empty" | "to_string"
+                )
+            }
+            _ => false,
+        }
+    }
+
     /// Records a value sent over a channel (`tx.send(v)`): a store into the
     /// channel's one field, a tuple's parts one by one (the message is on
     /// the CPU if each of them is). A value that holds no data (`()`, a

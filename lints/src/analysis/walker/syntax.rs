@@ -304,6 +304,30 @@ pub(super) fn moves_its_input(closure: &ExprClosure) -> bool {
     moves.found
 }
 
+/// The locals a block moves to a device other than the CPU with
+/// `set_device` (`vs.set_device(Device::Mps)`).
+pub(super) fn set_on_device(block: &Block) -> Vec<String> {
+    struct Moves(Vec<String>);
+    impl<'ast> syn::visit::Visit<'ast> for Moves {
+        fn visit_expr_method_call(&mut self, m: &'ast ExprMethodCall) {
+            let to_cpu = m.args.first().is_some_and(|a| {
+                matches!(a, Expr::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Cpu"))
+            });
+            if m.method == "set_device" && !to_cpu {
+                if let Expr::Path(p) = &*m.receiver {
+                    if let Some(ident) = p.path.get_ident() {
+                        self.0.push(ident.to_string());
+                    }
+                }
+            }
+            syn::visit::visit_expr_method_call(self, m);
+        }
+    }
+    let mut moves = Moves(Vec::new());
+    syn::visit::Visit::visit_block(&mut moves, block);
+    moves.0
+}
+
 /// The attributes written on an expression statement.
 pub(super) fn expr_attrs(expr: &Expr) -> &[Attribute] {
     match expr {
