@@ -112,7 +112,9 @@ fn main() -> ExitCode {
                 .iter()
                 .filter(|v| v.repository == repository)
                 .collect();
-            let Some(root) = find_repository(&dir, judged[0].directory()) else {
+            let Some(root) =
+                find_repository(&dir, &set, judged[0].directory(), &judged[0].commit)
+            else {
                 println!(
                     "  {repository}: not found under {} (fetch it at {}); left out",
                     dir.display(),
@@ -276,11 +278,15 @@ fn default_verdict_files() -> Vec<PathBuf> {
     files
 }
 
-/// `DIR/name` or `DIR/*/name`.
-fn find_repository(dir: &Path, name: &str) -> Option<PathBuf> {
-    let direct = dir.join(name);
-    if direct.is_dir() {
-        return Some(direct);
+/// `DIR/set/name`, `DIR/name` or `DIR/*/name`: two repositories of one
+/// name (owners differ) in two sets each keep their own set's directory,
+/// and among several `DIR/*/name` the one checked out at the judged commit
+/// is taken.
+fn find_repository(dir: &Path, set: &str, name: &str, commit: &str) -> Option<PathBuf> {
+    for direct in [dir.join(set).join(name), dir.join(name)] {
+        if direct.is_dir() {
+            return Some(direct);
+        }
     }
     let mut nested: Vec<PathBuf> = std::fs::read_dir(dir)
         .ok()?
@@ -289,7 +295,13 @@ fn find_repository(dir: &Path, name: &str) -> Option<PathBuf> {
         .filter(|p| p.is_dir())
         .collect();
     nested.sort();
-    nested.into_iter().next()
+    let at_commit = nested
+        .iter()
+        .position(|p| git_head(p).as_deref() == Some(commit));
+    match at_commit {
+        Some(i) => Some(nested.swap_remove(i)),
+        None => nested.into_iter().next(),
+    }
 }
 
 fn git_head(root: &Path) -> Option<String> {
