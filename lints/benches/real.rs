@@ -112,8 +112,7 @@ fn main() -> ExitCode {
                 .iter()
                 .filter(|v| v.repository == repository)
                 .collect();
-            let Some(root) =
-                find_repository(&dir, &set, judged[0].directory(), &judged[0].commit)
+            let Some(root) = find_repository(&dir, &set, judged[0].directory(), &judged[0].commit)
             else {
                 println!(
                     "  {repository}: not found under {} (fetch it at {}); left out",

@@ -352,9 +352,14 @@ pub(super) fn expr_attrs(expr: &Expr) -> &[Attribute] {
 /// with `||` to other branches that each hold on few steps:
 /// `(i % k == 0 && i != 0) || i == n_steps - 1`.
 pub(super) fn is_periodic(cond: &Expr) -> bool {
+    // `epoch % 1 == 0` holds on every step: no period at all.
     fn is_rem(e: &Expr) -> bool {
         match e {
-            Expr::Binary(b) => matches!(b.op, BinOp::Rem(_)),
+            Expr::Binary(b) => {
+                matches!(b.op, BinOp::Rem(_))
+                    && !matches!(&*b.right, Expr::Lit(l)
+                        if matches!(&l.lit, syn::Lit::Int(i) if i.base10_digits() == "1"))
+            }
             Expr::Paren(p) => is_rem(&p.expr),
             _ => false,
         }
