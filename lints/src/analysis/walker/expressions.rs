@@ -65,9 +65,23 @@ impl Walker<'_> {
             // `Err(format!("{t}"))`: built only on the way out of a failure.
             Expr::Call(c) if builds_an_error(c) => self.cold(Cold::Failure, |w| w.call(c)),
             Expr::Call(c) => self.call(c),
+            // `x as f64` is a number; `&mut agent as &mut dyn Agent` is
+            // still the agent, seen through a trait.
             Expr::Cast(c) => {
-                self.expr(&c.expr);
-                Val::Other
+                let value = self.expr(&c.expr);
+                match &*c.ty {
+                    Type::Reference(_) | Type::Ptr(_) | Type::TraitObject(_) => {
+                        match self.classify(&c.ty) {
+                            // The trait names every implementation it may be.
+                            TyKind::Named(name) => Val::Deferred(
+                                TypeRef::Named(name),
+                                value.place().unwrap_or_default(),
+                            ),
+                            _ => value,
+                        }
+                    }
+                    _ => Val::Other,
+                }
             }
             Expr::Closure(c) => self.closure_value(c),
             Expr::Const(c) => self.block(&c.block),
