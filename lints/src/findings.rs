@@ -8,8 +8,8 @@ use std::cell::OnceCell;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use crate::analysis::crate_pass::{CrateIndex, FnId, LoopLevels};
-use crate::analysis::facts::{Cold, Context, FileFacts, Fix, Loc, Site};
+use crate::analysis::crate_pass::{CrateIndex, FnId, HotCall, LoopLevels, Summary};
+use crate::analysis::facts::{CallSite, Cold, Context, FileFacts, Fix, Loc, Site};
 use crate::config::{Config, Level};
 use crate::engine::{group_by_workspace, workspace_index, Scanned};
 use crate::prefilter;
@@ -146,19 +146,7 @@ fn workspace_findings(
                     (hot_call, &site.context.periodic, &site.context.cold)
                 {
                     if index.site_syncs_in(file, site, hot_call) {
-                        // The loop's place as a reader finds it: a line of this
-                        // file, or another file's path as the lint was given it,
-                        // relative to where it runs (never absolute where it need not be).
-                        let at = if hot_call.file == file {
-                            format!("line {}", hot_call.loop_line)
-                        } else {
-                            let path = &scanned[positions[hot_call.file]].path;
-                            let shown = std::env::current_dir()
-                                .ok()
-                                .and_then(|cwd| path.strip_prefix(cwd).ok().map(Path::to_path_buf))
-                                .unwrap_or_else(|| path.to_path_buf());
-                            format!("{}:{}", shown.display(), hot_call.loop_line)
-                        };
+                        let at = loop_place(scanned, positions, file, hot_call);
                         let mut read = site_read(site);
                         read.notes.push(format!(
                                 "`{}` runs on every iteration of the loop at {at}: the host waits for the device once per iteration",
@@ -183,6 +171,10 @@ fn workspace_findings(
         }
         for call in &facts.calls {
             if call.context.loop_id.is_none() {
+                reads.extend(hot_call_read(
+                    index, &summary, &hot, &test_only, scanned, positions, file, call, facts,
+                    config,
+                ));
                 continue;
             }
             let callees = index.callees(file, call);
@@ -233,6 +225,86 @@ fn workspace_findings(
         out.extend(per_statement(reads, &scanned[position].path));
     }
     out
+}
+
+/// A call outside loops in a function that runs on every iteration of a
+/// per-step loop elsewhere, whose callee reads once per call (not in a loop
+/// of its own, not once per epoch, not behind a guard): one wait per
+/// iteration of that loop, reported at the call as the read inside is.
+#[allow(clippy::too_many_arguments)]
+fn hot_call_read(
+    index: &CrateIndex<'_>,
+    summary: &Summary,
+    hot: &HashMap<FnId, HotCall>,
+    test_only: &HashSet<FnId>,
+    scanned: &[Scanned<'_>],
+    positions: &[usize],
+    file: usize,
+    call: &CallSite,
+    facts: &FileFacts,
+    config: &Config,
+) -> Option<Read> {
+    let f = call.context.function?;
+    if test_only.contains(&(file, f))
+        || call.context.periodic.is_some()
+        || call.context.cold.is_some()
+    {
+        return None;
+    }
+    let hot_call = hot.get(&(file, f))?;
+    let callees = index.callees(file, call);
+    let chain = index.chain_through(&summary.syncs, file, call, &callees)?;
+    if chain.looped.is_some()
+        || chain.epoch.is_some()
+        || chain.periodic.is_some()
+        || chain.cold.is_some()
+    {
+        return None;
+    }
+    let at = loop_place(scanned, positions, file, hot_call);
+    let read = Read {
+        rule: chain.rule,
+        pattern: chain.pattern,
+        op: format!("`{}`", chain.steps[0]),
+        message: format!("`{}` syncs with the device: {}", chain.steps[0], chain.message),
+        notes: vec![
+            format!("via {}", quoted_chain(&chain.steps)),
+            format!(
+                "`{}` runs on every iteration of the loop at {at}: the host waits for the device once per iteration",
+                index.function(hot_call.callee).display_name(),
+            ),
+        ],
+        loc: call.loc,
+        fix: chain.fix,
+        item: call.item,
+        statement: call.context.statement,
+        severity: Severity::Warning,
+        piecewise: chain.fix == Fix::Element,
+        steps_inside: None,
+        less_often: None,
+    };
+    judge_hot(read, &call.context, facts, config)
+}
+
+/// Where a per-step loop is, for a note: a line of this file, or another
+/// file's path as the lint was given it, relative to where it runs (never
+/// absolute where it need not be).
+fn loop_place(
+    scanned: &[Scanned<'_>],
+    positions: &[usize],
+    file: usize,
+    hot_call: &HotCall,
+) -> String {
+    if hot_call.file == file {
+        format!("line {}", hot_call.loop_line)
+    } else {
+        let path = &scanned[positions[hot_call.file]].path;
+        let shown = std::env::current_dir()
+            .ok()
+            .and_then(|cwd| path.strip_prefix(cwd).ok().map(Path::to_path_buf))
+            .unwrap_or_else(|| path.to_path_buf());
+        format!("{}:{}", shown.display(), hot_call.loop_line)
+    }
 }
 
 /// The context of code in a function only tests call (test code) or that

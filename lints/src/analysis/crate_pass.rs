@@ -29,7 +29,7 @@ use crate::rules::RuleId;
 mod levels;
 mod placement;
 
-pub(crate) use levels::LoopLevels;
+pub(crate) use levels::{HotCall, LoopLevels};
 pub(crate) use placement::substitute;
 use placement::{holds_param, PlaceKey};
 

@@ -29,12 +29,12 @@ pub struct Player<'a, const N: usize, NET: Network<N>> {
 
 impl<'a, const N: usize, NET: Network<N>> Player<'a, N, NET> {
     fn consume_batch(&self) {
-        let outputs = self.network.policy_eval(&[vec![1.0]]);
+        let outputs = self.network.policy_eval(&[vec![1.0]]); //~ warning host-sync
         println!("{outputs:?}");
     }
 
     pub fn rollout(&mut self) {
-        self.consume_batch();
+        self.consume_batch(); //~ warning host-sync
     }
 }
 

@@ -24,7 +24,7 @@ fn evaluate(net: &nn::Sequential, boards: &Tensor) -> (Tensor, Tensor) {
 }
 
 fn answer(net: &nn::Sequential, boards: &Tensor, id: usize) -> Message {
-    let (value, policy) = evaluate(net, boards);
+    let (value, policy) = evaluate(net, boards); //~ warning host-sync
     let reply = Reply { outputs: (value.get(0), policy.get(0)), id };
     Message::Evaluated(Ok(reply))
 }
