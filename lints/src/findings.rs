@@ -8,7 +8,9 @@ use std::cell::OnceCell;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use crate::analysis::crate_pass::{CrateIndex, FnId, HotCall, LoopLevels, Summary};
+use crate::analysis::crate_pass::{
+    reaches_some_implementations, CrateIndex, FnId, HotCall, LoopLevels, Summary,
+};
 use crate::analysis::facts::{CallSite, Cold, Context, FileFacts, Fix, Loc, Site};
 use crate::config::{Config, Level};
 use crate::engine::{group_by_workspace, workspace_index, Scanned};
@@ -254,10 +256,13 @@ fn hot_call_read(
     let hot_call = hot.get(&(file, f))?;
     let callees = index.callees(file, call);
     let chain = index.chain_through(&summary.syncs, file, call, &callees)?;
+    // Through a dispatch where only some implementations read, the read
+    // inside is reported where it is; the call adds nothing certain.
     if chain.looped.is_some()
         || chain.epoch.is_some()
         || chain.periodic.is_some()
         || chain.cold.is_some()
+        || reaches_some_implementations(&chain)
     {
         return None;
     }

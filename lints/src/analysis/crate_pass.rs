@@ -1325,6 +1325,16 @@ fn without_strings(line: &str) -> String {
 /// How a message says in how many of the implementations a call reaches
 /// the operation syncs: ` (in 1 of the 3 implementations this call can
 /// reach)`.
+/// Whether a chain reaches its operation through only some of the
+/// implementations a call can reach (trait dispatch, a method name shared
+/// by several types).
+pub(crate) fn reaches_some_implementations(chain: &Chain) -> bool {
+    chain
+        .message
+        .rsplit_once(REACH_SUFFIX_START)
+        .is_some_and(|(_, rest)| rest.ends_with(REACH_SUFFIX_END))
+}
+
 const REACH_SUFFIX_START: &str = " (in ";
 const REACH_SUFFIX_END: &str = " implementations this call can reach)";
 
