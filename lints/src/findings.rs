@@ -258,7 +258,10 @@ fn hot_call_read(
     let chain = index.chain_through(&summary.syncs, file, call, &callees)?;
     // Through a dispatch where only some implementations read, the read
     // inside is reported where it is; the call adds nothing certain.
-    if chain.looped.is_some()
+    // A callee reading in a loop over items of its own (each parameter's
+    // norm) waits that many times per call, so per step here; one whose
+    // loop runs steps is reported at that loop.
+    if chain.looped_steps
         || chain.epoch.is_some()
         || chain.periodic.is_some()
         || chain.cold.is_some()
@@ -272,13 +275,15 @@ fn hot_call_read(
         pattern: chain.pattern,
         op: format!("`{}`", chain.steps[0]),
         message: format!("`{}` syncs with the device: {}", chain.steps[0], chain.message),
-        notes: vec![
-            format!("via {}", quoted_chain(&chain.steps)),
-            format!(
+        notes: std::iter::once(format!("via {}", quoted_chain(&chain.steps)))
+            .chain(chain.looped.iter().map(|function| {
+                format!("`{function}` reads in a loop of its own: each call waits for the device once per iteration of it")
+            }))
+            .chain(std::iter::once(format!(
                 "`{}` runs on every iteration of the loop at {at}: the host waits for the device once per iteration",
                 index.function(hot_call.callee).display_name(),
-            ),
-        ],
+            )))
+            .collect(),
         loc: call.loc,
         fix: chain.fix,
         item: call.item,

@@ -1,6 +1,7 @@
 //! A function that reads in a loop of its own, called in a loop: the
 //! caller's loop waits for the device on every iteration of the callee's,
-//! so the call is reported as well as the read. Called once per epoch, it
+//! so the call is reported as well as the read, and so is its call in a
+//! function that runs once per iteration. Called once per epoch, it
 //! is a note.
 
 use tch::{Device, Tensor};
@@ -19,7 +20,7 @@ impl Detector {
     pub fn detect(&self, image: &Tensor) -> Vec<Vec<f32>> {
         let image = image.to_device(self.device);
         let predictions = self.model.forward_ts(&[image]).unwrap();
-        self.suppress(&predictions.get(0))
+        self.suppress(&predictions.get(0)) //~ warning host-sync
     }
 
     fn suppress(&self, predictions: &Tensor) -> Vec<Vec<f32>> {
