@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::analysis::crate_pass::{
-    reaches_some_implementations, CrateIndex, FnId, HotCall, LoopLevels, Summary,
+    reaches_some_implementations, Chain, CrateIndex, FnId, HotCall, LoopLevels, Summary,
 };
 use crate::analysis::facts::{CallSite, Cold, Context, FileFacts, Fix, Loc, Site};
 use crate::config::{Config, Level};
@@ -187,35 +187,18 @@ fn workspace_findings(
             // search's iterations, an epoch's batches), not in a loop over
             // one tensor's items: they are judged at that loop.
             let steps_inside = chain.looped_steps && chain.fix != Fix::Element;
-            let read = Read {
-                    rule: chain.rule,
-                    pattern: chain.pattern,
-                    op: format!("`{}`", chain.steps[0]),
-                    message: format!(
-                        "`{}` syncs with the device: {}",
-                        chain.steps[0], chain.message
-                    ),
-                    notes: std::iter::once(format!("via {}", quoted_chain(&chain.steps)))
-                        .chain(chain.looped.iter().filter(|_| !steps_inside).map(|function| {
-                            format!("`{function}` reads in a loop of its own: each call waits for the device once per iteration of it")
-                        }))
-                        .collect(),
-                    loc: call.loc,
-                    fix: chain.fix,
-                    item: call.item,
-                    statement: call.context.statement,
-                    severity: Severity::Warning,
-                    piecewise: chain.fix == Fix::Element,
-                    steps_inside: chain.looped.as_ref().filter(|_| steps_inside).map(|function| format!(
-                        "`{function}` reads in a loop of steps of its own, reported there: each call runs that loop once"
-                    )),
-                    less_often: match (&chain.epoch, &chain.looped) {
-                        (Some(function), None) => Some(format!(
-                            "`{function}` runs a loop of steps of its own and reads outside it, once per call: the call is the once-per-epoch level"
-                        )),
-                        _ => None,
-                    },
-                };
+            let mut read = call_read(&chain, call, !steps_inside);
+            read.steps_inside = chain.looped.as_ref().filter(|_| steps_inside).map(|function| {
+                format!(
+                    "`{function}` reads in a loop of steps of its own, reported there: each call runs that loop once"
+                )
+            });
+            read.less_often = match (&chain.epoch, &chain.looped) {
+                (Some(function), None) => Some(format!(
+                    "`{function}` runs a loop of steps of its own and reads outside it, once per call: the call is the once-per-epoch level"
+                )),
+                _ => None,
+            };
             let around = in_tests(&call.context, file, &test_only, uncalled).into_owned();
             let context = Context {
                 periodic: chain.periodic.clone(),
@@ -270,19 +253,27 @@ fn hot_call_read(
         return None;
     }
     let at = loop_place(scanned, positions, file, hot_call);
-    let read = Read {
+    let mut read = call_read(&chain, call, true);
+    read.notes.push(format!(
+        "`{}` runs on every iteration of the loop at {at}: the host waits for the device once per iteration",
+        index.function(hot_call.callee).display_name(),
+    ));
+    judge_hot(read, &call.context, facts, config)
+}
+
+/// A call's read through the chain to the operation it reaches: the
+/// operation's rule and advice at the call, noted with the chain, and with
+/// the callee's own loop when `looped_note` and the chain has one.
+fn call_read(chain: &Chain, call: &CallSite, looped_note: bool) -> Read {
+    Read {
         rule: chain.rule,
         pattern: chain.pattern,
         op: format!("`{}`", chain.steps[0]),
         message: format!("`{}` syncs with the device: {}", chain.steps[0], chain.message),
         notes: std::iter::once(format!("via {}", quoted_chain(&chain.steps)))
-            .chain(chain.looped.iter().map(|function| {
+            .chain(chain.looped.iter().filter(|_| looped_note).map(|function| {
                 format!("`{function}` reads in a loop of its own: each call waits for the device once per iteration of it")
             }))
-            .chain(std::iter::once(format!(
-                "`{}` runs on every iteration of the loop at {at}: the host waits for the device once per iteration",
-                index.function(hot_call.callee).display_name(),
-            )))
             .collect(),
         loc: call.loc,
         fix: chain.fix,
@@ -292,8 +283,7 @@ fn hot_call_read(
         piecewise: chain.fix == Fix::Element,
         steps_inside: None,
         less_often: None,
-    };
-    judge_hot(read, &call.context, facts, config)
+    }
 }
 
 /// Where a per-step loop is, for a note: a line of this file, or another
