@@ -67,6 +67,8 @@ pub(crate) struct Placement {
     /// The crate is prepared for crates.io: its public functions are
     /// called by other crates.
     pub(crate) published: bool,
+    /// Cargo refuses to build the crate: its workspace does not hold it.
+    pub(crate) outside_workspace: bool,
 }
 
 impl Placement {
@@ -76,6 +78,12 @@ impl Placement {
     fn outside_targets(&self) -> bool {
         self.member.crate_root.is_some()
             && matches!(&self.scope.target, Target::Other(dir) if dir != "build")
+    }
+
+    /// A file cargo never compiles: outside its crate's targets, or in a
+    /// crate its workspace does not hold.
+    fn never_compiled(&self) -> bool {
+        self.outside_targets() || self.outside_workspace
     }
 }
 
@@ -122,23 +130,28 @@ fn run(
                 .crate_root
                 .as_deref()
                 .is_some_and(|root| layout.published(root));
+            let outside_workspace = member
+                .crate_root
+                .as_deref()
+                .is_some_and(|root| layout.outside_its_workspace(root));
             Placement {
                 member,
                 scope,
                 features,
                 crate_name,
                 published,
+                outside_workspace,
             }
         })
         .collect();
     // In a walked directory, a file of a crate that no target of it holds
-    // (`old/main2.rs` beside `src/`, not a declared target or `build.rs`)
-    // is never compiled, so it has nothing to report. A file handed over
-    // by name is linted as asked.
+    // (`old/main2.rs` beside `src/`, not a declared target or `build.rs`),
+    // or of a crate its workspace does not hold, is never compiled, so it
+    // has nothing to report. A file handed over by name is linted as asked.
     let (inputs, placements): (Vec<Input<'_>>, Vec<Placement>) = inputs
         .into_iter()
         .zip(placements)
-        .filter(|(_, placement)| !(whole && placement.outside_targets()))
+        .filter(|(_, placement)| !(whole && placement.never_compiled()))
         .unzip();
     let pool = rayon::ThreadPoolBuilder::new()
         .stack_size(WORKER_STACK_SIZE)

@@ -24,6 +24,16 @@ pub(crate) struct Manifest {
     /// It is prepared for crates.io (its `[package]` has a `description`
     /// and no `publish = false`): other crates call its public functions.
     pub published: bool,
+    /// Its `[workspace]`'s `members` and `exclude` patterns, when it is a
+    /// workspace root.
+    pub members: Vec<String>,
+    pub exclude: Vec<String>,
+    /// It has a `[package]`.
+    pub package: bool,
+    /// Its `[package] workspace = ".."` names its workspace root.
+    pub names_workspace: bool,
+    /// The directories of its path dependencies, relative to it.
+    pub path_deps: Vec<PathBuf>,
 }
 
 /// A file's crate and workspace.
@@ -41,6 +51,8 @@ pub(crate) struct Layout {
     crate_roots: HashMap<PathBuf, Option<PathBuf>>,
     manifests: HashMap<PathBuf, Option<Manifest>>,
     workspaces: HashMap<PathBuf, PathBuf>,
+    /// Per workspace root, the crate roots cargo takes as its members.
+    members: HashMap<PathBuf, Vec<PathBuf>>,
     outside: Arc<Features>,
 }
 
@@ -53,6 +65,7 @@ impl Layout {
             crate_roots: HashMap::new(),
             manifests: HashMap::new(),
             workspaces: HashMap::new(),
+            members: HashMap::new(),
             outside: Arc::new(Features::only(extra_features)),
         }
     }
@@ -129,11 +142,90 @@ impl Layout {
                             .map(scope::declared_targets)
                             .unwrap_or_default(),
                         published: table.as_ref().is_some_and(published),
+                        members: table
+                            .as_ref()
+                            .map(|t| workspace_list(t, "members"))
+                            .unwrap_or_default(),
+                        exclude: table
+                            .as_ref()
+                            .map(|t| workspace_list(t, "exclude"))
+                            .unwrap_or_default(),
+                        package: table.as_ref().is_some_and(|t| t.contains_key("package")),
+                        names_workspace: table.as_ref().is_some_and(|t| {
+                            t.get("package").and_then(|p| p.get("workspace")).is_some()
+                        }),
+                        path_deps: table.as_ref().map(path_dependencies).unwrap_or_default(),
                     }
                 });
             self.manifests.insert(dir.to_owned(), manifest);
         }
         self.manifests.get(dir).and_then(Option::as_ref)
+    }
+
+    /// Whether cargo refuses to build the crate: it sits under a workspace
+    /// root that neither lists it among its `members` (directly, by a
+    /// pattern, or as a path dependency of a member) nor `exclude`s it, and
+    /// its manifest names no workspace of its own. Cargo stops with
+    /// "current package believes it's in a workspace when it's not", so
+    /// none of its code runs.
+    pub(crate) fn outside_its_workspace(&mut self, crate_root: &Path) -> bool {
+        let root = self.workspace_of(crate_root);
+        if root == crate_root || self.manifest(crate_root).is_none_or(|m| m.names_workspace) {
+            return false;
+        }
+        let Some(relative) = crate_root.strip_prefix(&root).ok().map(normalize) else {
+            return false;
+        };
+        let excluded = self.manifest(&root).is_some_and(|m| {
+            m.exclude
+                .iter()
+                .any(|e| relative.starts_with(normalize(Path::new(e))))
+        });
+        if excluded {
+            return false;
+        }
+        let target = normalize(crate_root);
+        !self.workspace_members(&root).contains(&target)
+    }
+
+    /// The crate roots cargo takes as members of the workspace at `root`:
+    /// the root package, the directories its `members` patterns match, and
+    /// the path dependencies of members that lie under the root.
+    fn workspace_members(&mut self, root: &Path) -> Vec<PathBuf> {
+        if let Some(known) = self.members.get(root) {
+            return known.clone();
+        }
+        let (patterns, package) = self
+            .manifest(root)
+            .map(|m| (m.members.clone(), m.package))
+            .unwrap_or_default();
+        let mut queue: Vec<PathBuf> = patterns
+            .iter()
+            .flat_map(|pattern| expand_member(root, pattern))
+            .collect();
+        if package {
+            queue.push(root.to_owned());
+        }
+        let under = normalize(root);
+        let mut members: Vec<PathBuf> = Vec::new();
+        while let Some(dir) = queue.pop() {
+            let dir = normalize(&dir);
+            if members.contains(&dir) || !manifest_path(&dir).is_file() {
+                continue;
+            }
+            let deps = self
+                .manifest(&dir)
+                .map(|m| m.path_deps.clone())
+                .unwrap_or_default();
+            queue.extend(
+                deps.iter()
+                    .map(|dep| normalize(&dir.join(dep)))
+                    .filter(|dep| dep.starts_with(&under)),
+            );
+            members.push(dir);
+        }
+        self.members.insert(root.to_owned(), members.clone());
+        members
     }
 
     /// The nearest directory at or above the crate root whose manifest
@@ -164,6 +256,87 @@ fn published(table: &toml::Table) -> bool {
     };
     package.contains_key("description")
         && package.get("publish").and_then(toml::Value::as_bool) != Some(false)
+}
+
+/// `[workspace] members` or `exclude`, with `./` and trailing `/` dropped.
+fn workspace_list(table: &toml::Table, key: &str) -> Vec<String> {
+    table
+        .get("workspace")
+        .and_then(|w| w.get(key))
+        .and_then(toml::Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(toml::Value::as_str)
+        .map(|s| s.trim_start_matches("./").trim_end_matches('/').to_owned())
+        .collect()
+}
+
+/// The `path` of every dependency, in `[dependencies]`, `[dev-dependencies]`,
+/// `[build-dependencies]` and their `[target.*]` forms.
+fn path_dependencies(table: &toml::Table) -> Vec<PathBuf> {
+    const KINDS: [&str; 4] = [
+        "dependencies",
+        "dev-dependencies",
+        "dev_dependencies",
+        "build-dependencies",
+    ];
+    let targets = table
+        .get("target")
+        .and_then(toml::Value::as_table)
+        .into_iter()
+        .flat_map(|t| t.values())
+        .filter_map(toml::Value::as_table);
+    std::iter::once(table)
+        .chain(targets)
+        .flat_map(|t| KINDS.iter().filter_map(move |k| t.get(*k)))
+        .filter_map(toml::Value::as_table)
+        .flat_map(|deps| deps.values())
+        .filter_map(|dep| dep.get("path").and_then(toml::Value::as_str))
+        .map(PathBuf::from)
+        .collect()
+}
+
+/// The directories a `members` pattern names under `root`: each segment
+/// with a glob character is matched against the directory's entries.
+fn expand_member(root: &Path, pattern: &str) -> Vec<PathBuf> {
+    let mut dirs = vec![root.to_owned()];
+    for segment in pattern.split('/').filter(|s| !s.is_empty() && *s != ".") {
+        if !segment.contains(['*', '?', '[']) {
+            dirs = dirs.into_iter().map(|d| d.join(segment)).collect();
+            continue;
+        }
+        let Ok(glob) = globset::Glob::new(segment) else {
+            return Vec::new();
+        };
+        let matcher = glob.compile_matcher();
+        dirs = dirs
+            .iter()
+            .filter_map(|d| std::fs::read_dir(d).ok())
+            .flatten()
+            .flatten()
+            .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
+            .filter(|entry| matcher.is_match(entry.file_name()))
+            .map(|entry| entry.path())
+            .collect();
+    }
+    dirs
+}
+
+/// `path` with `.` dropped and `..` applied, without touching the disk.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 fn manifest_path(dir: &Path) -> PathBuf {
@@ -216,5 +389,41 @@ mod tests {
         assert!(!Layout::new(&[]).published(&root.join("a")));
         let loose = layout.membership(Path::new("/nonexistent-devcheck-dir/x.rs"));
         assert_eq!(loose, Membership::default());
+    }
+
+    #[test]
+    fn crates_their_workspace_does_not_hold_are_never_built() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let write = |path: &str, text: &str| {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write(
+            "Cargo.toml",
+            "[workspace]\nmembers = [\"./app\", \"crates/*\"]\nexclude = [\"scratch\"]\n",
+        );
+        write(
+            "app/Cargo.toml",
+            "[package]\nname = \"app\"\n[dependencies]\nutil = { path = \"../util\" }\n",
+        );
+        write("util/Cargo.toml", "[package]\nname = \"util\"\n");
+        write("crates/net/Cargo.toml", "[package]\nname = \"net\"\n");
+        write("scratch/try/Cargo.toml", "[package]\nname = \"try\"\n");
+        write(
+            "old/Cargo.toml",
+            "[package]\nname = \"old\"\n[dependencies]\napp = { path = \"../app\" }\n",
+        );
+        write(
+            "own/Cargo.toml",
+            "[package]\nname = \"own\"\nworkspace = \"..\"\n",
+        );
+        let mut layout = Layout::new(&[]);
+        for held in ["app", "util", "crates/net", "scratch/try", "own"] {
+            assert!(!layout.outside_its_workspace(&root.join(held)), "{held}");
+        }
+        assert!(layout.outside_its_workspace(&root.join("old")));
+        assert!(!layout.outside_its_workspace(root));
     }
 }

@@ -111,6 +111,8 @@ impl Walker<'_> {
                     ),
                     // A collection of tuples.
                     Val::Iter(element) => *element,
+                    // `t.size()[0]`: a part of a known non-tensor is none.
+                    Val::Other => Val::Other,
                     _ => Val::Unknown,
                 }
             }
