@@ -851,9 +851,12 @@ impl<'a> Walker<'a> {
                         matches!(s.ident.to_string().as_str(), "Some" | "Ok" | "Box")
                     });
                 let variant = self.variant_name(&ts.path);
+                let ivalue = ivalue_part(&ts.path, &value);
                 for (i, elem) in ts.elems.iter().enumerate() {
                     let part = if wrapper && ts.elems.len() == 1 {
                         value.clone()
+                    } else if let Some(part) = &ivalue {
+                        part.clone()
                     } else if let Some(variant) = &variant {
                         Val::Deferred(
                             TypeRef::Field {
@@ -1644,4 +1647,22 @@ fn field_val(base: Val, member: &Member) -> Val {
         }),
         _ => Val::Unknown,
     }
+}
+
+/// What a pattern on one of tch's `IValue` variants binds (the values a
+/// TorchScript module's `forward_is` returns): `IValue::Tensor(t)` a tensor,
+/// `IValue::TensorList(v)` tensors, `IValue::Tuple(v)` and
+/// `IValue::GenericList(v)` values that may each be a tensor, and the
+/// scalar variants a host value. `None` for any other pattern.
+fn ivalue_part(path: &syn::Path, value: &Val) -> Option<Val> {
+    let n = path.segments.len();
+    if n < 2 || path.segments[n - 2].ident != "IValue" {
+        return None;
+    }
+    let place = value.place().unwrap_or_default();
+    Some(match path.segments[n - 1].ident.to_string().as_str() {
+        "Tensor" => Val::tensor_at(place),
+        "TensorList" | "Tuple" | "GenericList" => Val::Tensors { place, mask: false },
+        _ => Val::Other,
+    })
 }

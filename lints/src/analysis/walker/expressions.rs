@@ -3,9 +3,9 @@
 
 use super::*;
 use syntax::{
-    builds_an_error, counts_components, drives_requests, driving_tensor_iter, is_last_step,
-    is_none_pattern, is_periodic, is_range, is_self_field_collection, moved_to_device,
-    moves_its_input, runs_an_update, starts_with_request,
+    builds_an_error, counts_components, diverges, drives_requests, driving_tensor_iter,
+    expr_diverges, is_last_step, is_none_pattern, is_periodic, is_range, is_self_field_collection,
+    moved_to_device, moves_its_input, runs_an_update, starts_with_request,
 };
 
 impl Walker<'_> {
@@ -367,7 +367,13 @@ impl Walker<'_> {
                 // the else branch runs once the data ran out.
                 let ran_out = self.data_present(&i.cond);
                 let else_value = self.guarded(ran_out, |w| w.expr(else_expr));
-                then_value.join(else_value)
+                if diverges(&i.then_branch) {
+                    else_value
+                } else if expr_diverges(else_expr) {
+                    then_value
+                } else {
+                    then_value.join(else_value)
+                }
             }
             None => Val::Other,
         }
@@ -390,6 +396,9 @@ impl Walker<'_> {
                 .then(|| format!("{} is None", self.source_of(&*m.expr)));
             let arm_value = self.guarded(ran_out, |w| w.expr(&arm.body));
             self.pop_scope();
+            if expr_diverges(&arm.body) {
+                continue;
+            }
             value = Some(match value {
                 Some(v) => v.join(arm_value),
                 None => arm_value,

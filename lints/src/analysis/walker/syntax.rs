@@ -458,18 +458,36 @@ pub(super) fn is_some_pattern(pat: &Pat) -> bool {
 /// `continue` or `break` (as a statement or its tail).
 pub(super) fn diverges(block: &syn::Block) -> bool {
     match block.stmts.last() {
-        Some(syn::Stmt::Expr(expr, _)) => matches!(
-            strip_parens(expr),
-            Expr::Return(_) | Expr::Continue(_) | Expr::Break(_)
-        ),
-        Some(syn::Stmt::Macro(m)) => m.mac.path.segments.last().is_some_and(|s| {
+        Some(syn::Stmt::Expr(expr, _)) => {
             matches!(
-                s.ident.to_string().as_str(),
-                "panic" | "unreachable" | "bail"
-            )
-        }),
+                strip_parens(expr),
+                Expr::Return(_) | Expr::Continue(_) | Expr::Break(_)
+            ) || matches!(strip_parens(expr), Expr::Macro(m) if is_diverging_macro(&m.mac))
+        }
+        Some(syn::Stmt::Macro(m)) => is_diverging_macro(&m.mac),
         _ => false,
     }
+}
+
+/// Whether an expression never yields a value: `return`, `continue`,
+/// `break`, `panic!` and its kin, or a block that ends in one (a match
+/// arm's `_ => panic!(..)`). Its value takes no part in a join.
+pub(super) fn expr_diverges(expr: &Expr) -> bool {
+    match strip_parens(expr) {
+        Expr::Return(_) | Expr::Continue(_) | Expr::Break(_) => true,
+        Expr::Macro(m) => is_diverging_macro(&m.mac),
+        Expr::Block(b) => diverges(&b.block),
+        _ => false,
+    }
+}
+
+fn is_diverging_macro(mac: &syn::Macro) -> bool {
+    mac.path.segments.last().is_some_and(|s| {
+        matches!(
+            s.ident.to_string().as_str(),
+            "panic" | "unreachable" | "bail" | "todo" | "unimplemented"
+        )
+    })
 }
 
 fn strip_parens(expr: &Expr) -> &Expr {
