@@ -42,6 +42,9 @@ struct Read {
     /// the call or down its chain): a defect even where the loop around it
     /// answers one request per iteration, since one copy would do.
     piecewise: bool,
+    /// Where the read's function runs once per step (a loop over items in
+    /// it copies each item once per step), the note that says so.
+    per_step_function: Option<String>,
 }
 
 /// Findings for every parsed file, sorted by file, line and column.
@@ -162,8 +165,28 @@ fn workspace_findings(
             if !index.site_syncs(file, site) {
                 continue;
             }
+            // A loop over items in a function that runs once per step
+            // copies each item once per step.
+            let per_step = site
+                .context
+                .function
+                .filter(|&f| !test_only.contains(&(file, f)))
+                .and_then(|f| hot.get(&(file, f)))
+                .filter(|hot_call| {
+                    index.site_syncs_in(file, site, hot_call)
+                        && !uncalled().contains_key(&hot_call.caller)
+                })
+                .map(|hot_call| {
+                    format!(
+                        "`{}` runs on every iteration of the loop at {}",
+                        index.function(hot_call.callee).display_name(),
+                        loop_place(scanned, positions, file, hot_call),
+                    )
+                });
+            let mut read = site_read(site);
+            read.per_step_function = per_step;
             reads.extend(judge(
-                site_read(site),
+                read,
                 &in_tests(&site.context, file, &test_only, uncalled),
                 facts,
                 file,
@@ -282,6 +305,7 @@ fn call_read(chain: &Chain, call: &CallSite, looped_note: bool) -> Read {
         severity: Severity::Warning,
         piecewise: chain.fix == Fix::Element,
         steps_inside: None,
+        per_step_function: None,
         less_often: None,
     }
 }
@@ -376,6 +400,7 @@ fn site_read(site: &Site) -> Read {
         severity: Severity::Warning,
         less_often: None,
         steps_inside: None,
+        per_step_function: None,
         piecewise: site.hit.fix == Fix::Element,
     }
 }
@@ -469,15 +494,27 @@ fn judge(
             // Copying each whole item of a collection (serialising
             // tensors, handing each input to another runtime) is the
             // loop's purpose, not a stall between steps.
-            (read.fix == Fix::Bulk && read.item && loop_level.stepless).then(|| {
+            (read.fix == Fix::Bulk
+                && read.item
+                && loop_level.stepless
+                && read.per_step_function.is_none())
+            .then(|| {
                 format!(
                     "copies each whole item once in the loop at line {loop_line}, which runs no training or generation step"
                 )
             })
         });
     let quiet = quiet_because.is_some();
+    let per_step = read
+        .per_step_function
+        .take()
+        .filter(|_| !quiet && read.fix == Fix::Bulk && read.item && loop_level.stepless);
     let element_iter = facts.loops[loop_id].element_iter;
-    if let (false, Some(helper)) = (quiet, &facts.loops[loop_id].inside_helper) {
+    if let Some(per_step) = per_step {
+        read.notes.push(format!(
+            "{per_step}: it copies each item of the loop at line {loop_line} once per iteration"
+        ));
+    } else if let (false, Some(helper)) = (quiet, &facts.loops[loop_id].inside_helper) {
         read.notes.push(format!(
             "`{helper}` runs a loop of its own over the mini-batches: the host waits for the device once per mini-batch"
         ));
