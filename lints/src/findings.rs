@@ -187,7 +187,7 @@ fn workspace_findings(
             read.per_step_function = per_step;
             reads.extend(judge(
                 read,
-                &in_tests(&site.context, file, &test_only, uncalled),
+                &cold_context(&site.context, file, &test_only, uncalled),
                 facts,
                 file,
                 &levels,
@@ -222,7 +222,7 @@ fn workspace_findings(
                 )),
                 _ => None,
             };
-            let around = in_tests(&call.context, file, &test_only, uncalled).into_owned();
+            let around = cold_context(&call.context, file, &test_only, uncalled).into_owned();
             let context = Context {
                 periodic: chain.periodic.clone(),
                 cold: chain.cold.clone().or(around.cold.clone()),
@@ -333,7 +333,7 @@ fn loop_place(
 
 /// The context of code in a function only tests call (test code) or that
 /// nothing calls, unless something colder already holds.
-fn in_tests<'c, 'u>(
+fn cold_context<'c, 'u>(
     context: &'c Context,
     file: usize,
     test_only: &HashSet<FnId>,
