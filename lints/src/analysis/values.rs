@@ -684,6 +684,12 @@ pub(crate) fn tensor_method_result(name: &str) -> Option<TyKind> {
     }
 }
 
+/// `internal_shape_as_tensor` (`_shape_as_tensor`): the shape as a CPU
+/// tensor.
+pub(crate) fn is_shape_tensor(name: &str) -> bool {
+    matches!(name, "internal_shape_as_tensor" | "shape_as_tensor")
+}
+
 /// The value of `receiver.name(args)` where the receiver is a tensor.
 pub(crate) fn tensor_method(name: &str, receiver: TensorFacts, args: &[Val]) -> Val {
     let name = crate::rules::infallible_name(name);
@@ -704,6 +710,9 @@ pub(crate) fn tensor_method(name: &str, receiver: TensorFacts, args: &[Val]) -> 
             args.first().and_then(Val::placement).unwrap_or_default()
         }
         "cuda" => Place::Device,
+        // libtorch builds a tensor's shape as a tensor on the CPU, wherever
+        // the tensor lives.
+        _ if is_shape_tensor(name) => Place::Cpu,
         _ if is_module_application(name) && !args.is_empty() => {
             module_application(name, receiver.imposed(), &args[0])
         }

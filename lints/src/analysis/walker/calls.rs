@@ -623,6 +623,11 @@ impl Walker<'_> {
                 Val::tensor_at(Place::Device)
             }
             Val::Unknown | Val::Deferred(..)
+                if self.mentions_tch && crate::analysis::values::is_shape_tensor(name) =>
+            {
+                Val::tensor_at(Place::Cpu)
+            }
+            Val::Unknown | Val::Deferred(..)
                 if self.mentions_tch && is_comparison(name) && args.len() == 1 =>
             {
                 Val::Tensor(TensorFacts {
