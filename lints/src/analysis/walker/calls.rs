@@ -661,7 +661,8 @@ impl Walker<'_> {
             Val::Unknown | Val::Deferred(..)
                 if self.mentions_tch
                     && matches!(name, "mean" | "sum" | "prod")
-                    && matches!(m.args.first(), Some(Expr::Path(p)) if names_a_kind(&p.path)) =>
+                    && matches!(m.args.first(), Some(Expr::Path(p))
+                        if names_a_kind(&p.path) || p.path.is_ident("None")) =>
             {
                 Val::Tensor(TensorFacts {
                     place: receiver_place,
