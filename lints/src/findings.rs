@@ -167,9 +167,11 @@ fn workspace_findings(
             }
             // A loop over items in a function that runs once per step
             // copies each item once per step.
+            let mut read = site_read(site);
             let per_step = site
                 .context
                 .function
+                .filter(|_| read.fix == Fix::Bulk && read.item)
                 .filter(|&f| !test_only.contains(&(file, f)))
                 .and_then(|f| hot.get(&(file, f)))
                 .filter(|hot_call| {
@@ -183,7 +185,6 @@ fn workspace_findings(
                         loop_place(scanned, positions, file, hot_call),
                     )
                 });
-            let mut read = site_read(site);
             read.per_step_function = per_step;
             reads.extend(judge(
                 read,
