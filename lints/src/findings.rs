@@ -460,6 +460,8 @@ fn judge(
     let level = configured_level(&read, context, facts, config)?;
     let loop_line = facts.loops[loop_id].line;
     let loop_level = levels.get(file, loop_id);
+    // Each whole item of a loop that runs no step copied once.
+    let item_copy = read.fix == Fix::Bulk && read.item && loop_level.stepless;
     let quiet_because = match &context.cold {
         Some(Cold::Test) if !config.hot.tests => return None,
         Some(Cold::DebugAssertion) if !config.hot.debug_assertions => return None,
@@ -495,11 +497,7 @@ fn judge(
             // Copying each whole item of a collection (serialising
             // tensors, handing each input to another runtime) is the
             // loop's purpose, not a stall between steps.
-            (read.fix == Fix::Bulk
-                && read.item
-                && loop_level.stepless
-                && read.per_step_function.is_none())
-            .then(|| {
+            (item_copy && read.per_step_function.is_none()).then(|| {
                 format!(
                     "copies each whole item once in the loop at line {loop_line}, which runs no training or generation step"
                 )
@@ -509,7 +507,7 @@ fn judge(
     let per_step = read
         .per_step_function
         .take()
-        .filter(|_| !quiet && read.fix == Fix::Bulk && read.item && loop_level.stepless);
+        .filter(|_| !quiet && item_copy);
     let element_iter = facts.loops[loop_id].element_iter;
     if let Some(per_step) = per_step {
         read.notes.push(format!(

@@ -3,7 +3,7 @@
 //! and the workspace the crate belongs to. Crates of one workspace are
 //! analysed together, so calls into a sibling crate are followed.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -52,7 +52,9 @@ pub(crate) struct Layout {
     manifests: HashMap<PathBuf, Option<Manifest>>,
     workspaces: HashMap<PathBuf, PathBuf>,
     /// Per workspace root, the crate roots cargo takes as its members.
-    members: HashMap<PathBuf, Vec<PathBuf>>,
+    members: HashMap<PathBuf, HashSet<PathBuf>>,
+    /// Per crate root, whether its workspace does not hold it.
+    unheld: HashMap<PathBuf, bool>,
     outside: Arc<Features>,
 }
 
@@ -66,6 +68,7 @@ impl Layout {
             manifests: HashMap::new(),
             workspaces: HashMap::new(),
             members: HashMap::new(),
+            unheld: HashMap::new(),
             outside: Arc::new(Features::only(extra_features)),
         }
     }
@@ -169,6 +172,15 @@ impl Layout {
     /// "current package believes it's in a workspace when it's not", so
     /// none of its code runs.
     pub(crate) fn outside_its_workspace(&mut self, crate_root: &Path) -> bool {
+        if let Some(&known) = self.unheld.get(crate_root) {
+            return known;
+        }
+        let unheld = self.unheld_by_workspace(crate_root);
+        self.unheld.insert(crate_root.to_owned(), unheld);
+        unheld
+    }
+
+    fn unheld_by_workspace(&mut self, crate_root: &Path) -> bool {
         let root = self.workspace_of(crate_root);
         if root == crate_root || self.manifest(crate_root).is_none_or(|m| m.names_workspace) {
             return false;
@@ -185,16 +197,17 @@ impl Layout {
             return false;
         }
         let target = normalize(crate_root);
-        !self.workspace_members(&root).contains(&target)
+        if !self.members.contains_key(&root) {
+            let members = self.workspace_members(&root);
+            self.members.insert(root.clone(), members);
+        }
+        !self.members[&root].contains(&target)
     }
 
     /// The crate roots cargo takes as members of the workspace at `root`:
     /// the root package, the directories its `members` patterns match, and
     /// the path dependencies of members that lie under the root.
-    fn workspace_members(&mut self, root: &Path) -> Vec<PathBuf> {
-        if let Some(known) = self.members.get(root) {
-            return known.clone();
-        }
+    fn workspace_members(&mut self, root: &Path) -> HashSet<PathBuf> {
         let (patterns, package) = self
             .manifest(root)
             .map(|m| (m.members.clone(), m.package))
@@ -207,7 +220,7 @@ impl Layout {
             queue.push(root.to_owned());
         }
         let under = normalize(root);
-        let mut members: Vec<PathBuf> = Vec::new();
+        let mut members: HashSet<PathBuf> = HashSet::new();
         while let Some(dir) = queue.pop() {
             let dir = normalize(&dir);
             if members.contains(&dir) || !manifest_path(&dir).is_file() {
@@ -222,9 +235,8 @@ impl Layout {
                     .map(|dep| normalize(&dir.join(dep)))
                     .filter(|dep| dep.starts_with(&under)),
             );
-            members.push(dir);
+            members.insert(dir);
         }
-        self.members.insert(root.to_owned(), members.clone());
         members
     }
 

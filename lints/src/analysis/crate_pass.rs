@@ -1276,11 +1276,7 @@ impl<'a> CrateIndex<'a> {
         let message = if any && syncing < callees.len() {
             // Only this call's count: a count from a call further down the
             // chain is about that call.
-            let operation = inner
-                .message
-                .rsplit_once(REACH_SUFFIX_START)
-                .filter(|(_, rest)| rest.ends_with(REACH_SUFFIX_END))
-                .map_or(inner.message.as_str(), |(operation, _)| operation);
+            let operation = without_reach(&inner.message).unwrap_or(&inner.message);
             format!(
                 "{operation}{REACH_SUFFIX_START}{syncing} of the {}{REACH_SUFFIX_END}",
                 callees.len()
@@ -1322,19 +1318,25 @@ fn without_strings(line: &str) -> String {
     out
 }
 
-/// How a message says in how many of the implementations a call reaches
-/// the operation syncs: ` (in 1 of the 3 implementations this call can
-/// reach)`.
 /// Whether a chain reaches its operation through only some of the
 /// implementations a call can reach (trait dispatch, a method name shared
 /// by several types).
 pub(crate) fn reaches_some_implementations(chain: &Chain) -> bool {
-    chain
-        .message
-        .rsplit_once(REACH_SUFFIX_START)
-        .is_some_and(|(_, rest)| rest.ends_with(REACH_SUFFIX_END))
+    without_reach(&chain.message).is_some()
 }
 
+/// A message without the count of implementations it ends with, where it
+/// ends with one.
+fn without_reach(message: &str) -> Option<&str> {
+    message
+        .rsplit_once(REACH_SUFFIX_START)
+        .filter(|(_, rest)| rest.ends_with(REACH_SUFFIX_END))
+        .map(|(operation, _)| operation)
+}
+
+/// How a message says in how many of the implementations a call reaches
+/// the operation syncs: ` (in 1 of the 3 implementations this call can
+/// reach)`.
 const REACH_SUFFIX_START: &str = " (in ";
 const REACH_SUFFIX_END: &str = " implementations this call can reach)";
 

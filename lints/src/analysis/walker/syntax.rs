@@ -458,12 +458,7 @@ pub(super) fn is_some_pattern(pat: &Pat) -> bool {
 /// `continue` or `break` (as a statement or its tail).
 pub(super) fn diverges(block: &syn::Block) -> bool {
     match block.stmts.last() {
-        Some(syn::Stmt::Expr(expr, _)) => {
-            matches!(
-                strip_parens(expr),
-                Expr::Return(_) | Expr::Continue(_) | Expr::Break(_)
-            ) || matches!(strip_parens(expr), Expr::Macro(m) if is_diverging_macro(&m.mac))
-        }
+        Some(syn::Stmt::Expr(expr, _)) => leaves(expr),
         Some(syn::Stmt::Macro(m)) => is_diverging_macro(&m.mac),
         _ => false,
     }
@@ -473,10 +468,14 @@ pub(super) fn diverges(block: &syn::Block) -> bool {
 /// `break`, `panic!` and its kin, or a block that ends in one (a match
 /// arm's `_ => panic!(..)`). Its value takes no part in a join.
 pub(super) fn expr_diverges(expr: &Expr) -> bool {
+    leaves(expr) || matches!(strip_parens(expr), Expr::Block(b) if diverges(&b.block))
+}
+
+/// `return`, `continue`, `break`, or `panic!` and its kin.
+fn leaves(expr: &Expr) -> bool {
     match strip_parens(expr) {
         Expr::Return(_) | Expr::Continue(_) | Expr::Break(_) => true,
         Expr::Macro(m) => is_diverging_macro(&m.mac),
-        Expr::Block(b) => diverges(&b.block),
         _ => false,
     }
 }
