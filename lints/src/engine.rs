@@ -69,6 +69,10 @@ pub(crate) struct Placement {
     pub(crate) published: bool,
     /// Cargo refuses to build the crate: its workspace does not hold it.
     pub(crate) outside_workspace: bool,
+    /// The file is compiled only into a program: a binary or example target,
+    /// or `src/` of a crate without a library. Like rustc's `dead_code`,
+    /// what its `main` cannot reach never runs.
+    pub(crate) program: bool,
 }
 
 impl Placement {
@@ -134,6 +138,13 @@ fn run(
                 .crate_root
                 .as_deref()
                 .is_some_and(|root| layout.outside_its_workspace(root));
+            let program = match &scope.target {
+                Target::Bin(_) | Target::Example(_) => true,
+                Target::Lib => member.crate_root.as_deref().is_some_and(|root| {
+                    declared.lib.is_none() && !root.join("src/lib.rs").is_file()
+                }),
+                _ => false,
+            };
             Placement {
                 member,
                 scope,
@@ -141,6 +152,7 @@ fn run(
                 crate_name,
                 published,
                 outside_workspace,
+                program,
             }
         })
         .collect();
@@ -407,6 +419,7 @@ pub(crate) fn workspace_index<'s>(
             unit,
             module: placement.scope.module.clone(),
             published: placement.published,
+            program: placement.program,
         });
     }
     (positions, CrateIndex::new(files, units, crate_names))

@@ -124,14 +124,20 @@ fn workspace_findings(
     let hot = index.hot_functions(&levels);
     let test_only = index.test_only();
     // What nothing calls, worked out on the first read that needs it.
-    let uncalled: OnceCell<HashMap<FnId, String>> = OnceCell::new();
+    let uncalled: OnceCell<HashMap<FnId, Cold>> = OnceCell::new();
     let uncalled = || {
         uncalled.get_or_init(|| {
             members
                 .map(|members| index.uncalled(&workspace_texts(scanned, members)))
                 .unwrap_or_default()
                 .into_iter()
-                .map(|id| (id, index.function(id).display_name()))
+                .map(|(id, root)| {
+                    let uncalled = Cold::Uncalled {
+                        function: index.function(id).display_name(),
+                        root: index.function(root).display_name(),
+                    };
+                    (id, uncalled)
+                })
                 .collect()
         })
     };
@@ -338,15 +344,15 @@ fn cold_context<'c, 'u>(
     context: &'c Context,
     file: usize,
     test_only: &HashSet<FnId>,
-    uncalled: impl FnOnce() -> &'u HashMap<FnId, String>,
+    uncalled: impl FnOnce() -> &'u HashMap<FnId, Cold>,
 ) -> Cow<'c, Context> {
     let Some(f) = context.function.filter(|_| context.cold.is_none()) else {
         return Cow::Borrowed(context);
     };
     let cold = if test_only.contains(&(file, f)) {
         Cold::Test
-    } else if let Some(name) = uncalled().get(&(file, f)) {
-        Cold::Uncalled(name.clone())
+    } else if let Some(uncalled) = uncalled().get(&(file, f)) {
+        uncalled.clone()
     } else {
         return Cow::Borrowed(context);
     };
@@ -472,8 +478,11 @@ fn judge(
         Some(Cold::Feature(feature)) => Some(format!(
             "only built with the cargo feature `{feature}`, which `default` does not enable"
         )),
-        Some(Cold::Uncalled(function)) => Some(format!(
+        Some(Cold::Uncalled { function, root }) if function == root => Some(format!(
             "nothing in the workspace calls or names `{function}`"
+        )),
+        Some(Cold::Uncalled { function, root }) => Some(format!(
+            "`{function}` runs only from `{root}`, which nothing in the workspace calls or names"
         )),
         _ => None,
     };

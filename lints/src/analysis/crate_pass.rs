@@ -164,6 +164,9 @@ pub(crate) struct FileInfo<'a> {
     /// Its crate is prepared for crates.io, so other crates call its
     /// functions.
     pub published: bool,
+    /// It is compiled only into a program (a binary or example), so what
+    /// the program's `main` cannot reach never runs.
+    pub program: bool,
 }
 
 /// A compilation unit: a crate's library, binary, example, test or bench.
@@ -1007,71 +1010,129 @@ impl<'a> CrateIndex<'a> {
         }
     }
 
-    /// Functions nothing in the workspace calls: no call resolves to one,
-    /// and its name appears in no code of the workspace but at a
-    /// definition (`fn name`) or as a module (`mod name`, `name::`): not
-    /// passed as a value, not called from a macro the walk does not read
-    /// (`texts`, the sources of all the workspace's files, parsed or not;
-    /// a file without its text counts as naming everything). Entry points are
-    /// left out: `main`, trait methods (reached through `dyn` and
+    /// Functions that never run: those nothing in the workspace calls (no
+    /// call resolves to one, and its name appears in no code of the
+    /// workspace but at a definition, `fn name`, or as a module, `mod name`,
+    /// `name::`: not passed as a value, not called from a macro the walk
+    /// does not read), and those called only from such functions, where
+    /// every use of the name is one of those calls, in a program (another
+    /// crate may call a library's functions). Each maps to the
+    /// function nothing calls that it is reached from (itself for those).
+    /// `texts` are the sources of all the workspace's files, parsed or not,
+    /// comments and string literals aside (`/* old(..) */` calls nothing);
+    /// a file without its text counts as naming everything. Entry points
+    /// are left out: `main`, trait methods (reached through `dyn` and
     /// generics), and everything of a crate prepared for crates.io, whose
     /// functions other crates call.
-    pub(crate) fn uncalled(&self, texts: &[Option<std::borrow::Cow<'_, str>>]) -> HashSet<FnId> {
+    pub(crate) fn uncalled(
+        &self,
+        texts: &[Option<std::borrow::Cow<'_, str>>],
+    ) -> HashMap<FnId, FnId> {
         let callers = self.callers();
-        let mut candidates: HashMap<&str, Vec<FnId>> = HashMap::new();
+        let mut by_name: HashMap<&str, Vec<FnId>> = HashMap::new();
         for (file, info) in self.files.iter().enumerate() {
             if info.published {
                 continue;
             }
             for (f, function) in info.facts.functions.iter().enumerate() {
-                let id = (file, f);
-                if function.name == "main"
-                    || function.in_trait
-                    || function.trait_impl.is_some()
-                    || callers.contains_key(&id)
-                {
+                if function.name == "main" || function.in_trait || function.trait_impl.is_some() {
                     continue;
                 }
-                candidates
+                by_name
                     .entry(function.name.as_str())
                     .or_default()
-                    .push(id);
+                    .push((file, f));
             }
         }
-        if candidates.is_empty() || texts.iter().any(Option::is_none) {
-            return HashSet::new();
+        if by_name.is_empty() || texts.iter().any(Option::is_none) {
+            return HashMap::new();
         }
-        let mut used: HashSet<&str> = HashSet::new();
+        let mut uses: HashMap<&str, usize> = HashMap::new();
         for text in texts.iter().flatten() {
-            for line in text.as_ref().lines() {
-                let code = without_strings(line.split("//").next().unwrap_or_default());
-                let code = code.as_str();
-                let mut previous = "";
-                let mut rest = code;
-                while let Some(start) = rest.find(|c: char| c.is_alphanumeric() || c == '_') {
-                    let tail = &rest[start..];
-                    let end = tail
-                        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
-                        .unwrap_or(tail.len());
-                    let word = &tail[..end];
-                    rest = &tail[end..];
-                    // A use: not its definition (`fn name`), not a module
-                    // of the same name (`mod name`, `name::..`).
-                    if let Some((&name, _)) = candidates.get_key_value(word) {
-                        if !matches!(previous, "fn" | "mod") && !rest.trim_start().starts_with("::")
-                        {
-                            used.insert(name);
-                        }
+            let code = code_only(text);
+            let mut previous = "";
+            let mut rest = code.as_str();
+            while let Some(start) = rest.find(|c: char| c.is_alphanumeric() || c == '_') {
+                let tail = &rest[start..];
+                let end = tail
+                    .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .unwrap_or(tail.len());
+                let word = &tail[..end];
+                rest = &tail[end..];
+                // An import runs nothing: `use a::{train, eval};` is
+                // skipped, a re-export (`pub use`) is kept as a use.
+                if word == "use" && previous != "pub" {
+                    rest = rest.find(';').map_or("", |semi| &rest[semi..]);
+                    previous = "";
+                    continue;
+                }
+                // A use: not its definition (`fn name`), not a module of
+                // the same name (`mod name`, `name::..`).
+                if let Some((&name, _)) = by_name.get_key_value(word) {
+                    if !matches!(previous, "fn" | "mod") && !rest.trim_start().starts_with("::") {
+                        *uses.entry(name).or_default() += 1;
                     }
-                    previous = word;
+                }
+                previous = word;
+            }
+        }
+        let mut never: HashMap<FnId, FnId> = by_name
+            .iter()
+            .filter(|(name, _)| !uses.contains_key(*name))
+            .flat_map(|(_, ids)| ids.iter().filter(|id| !callers.contains_key(id)))
+            .map(|&id| (id, id))
+            .collect();
+        if never.is_empty() {
+            return never;
+        }
+        // Names whose every use is a call that resolves to a function of
+        // that name: their calls are all the ways to reach them.
+        let only_called: Vec<&Vec<FnId>> = by_name
+            .iter()
+            .filter(|(name, ids)| {
+                let sites: HashSet<&(usize, usize)> = ids
+                    .iter()
+                    .filter_map(|id| callers.get(id))
+                    .flatten()
+                    .collect();
+                uses.get(*name).is_some_and(|&n| n <= sites.len())
+            })
+            .map(|(_, ids)| ids)
+            .collect();
+        loop {
+            let mut grew = false;
+            for &id in only_called.iter().copied().flatten() {
+                // A library's function may be called by other crates.
+                if never.contains_key(&id) || !self.files[id.0].program {
+                    continue;
+                }
+                let Some(sites) = callers.get(&id) else {
+                    continue;
+                };
+                let mut root = None;
+                let all_never = sites.iter().all(|&(file, index)| {
+                    let caller = self.files[file].facts.calls[index]
+                        .context
+                        .function
+                        .map(|f| (file, f));
+                    match caller.and_then(|c| never.get(&c).map(|&r| (c, r))) {
+                        _ if caller == Some(id) => true,
+                        Some((_, r)) => {
+                            root.get_or_insert(r);
+                            true
+                        }
+                        None => false,
+                    }
+                });
+                if let Some(root) = root.filter(|_| all_never) {
+                    never.insert(id, root);
+                    grew = true;
                 }
             }
+            if !grew {
+                return never;
+            }
         }
-        candidates
-            .into_iter()
-            .filter(|(name, _)| !used.contains(name))
-            .flat_map(|(_, ids)| ids)
-            .collect()
     }
 
     // ----- chains --------------------------------------------------------
@@ -1295,24 +1356,115 @@ impl<'a> CrateIndex<'a> {
     }
 }
 
-/// A line of code with its string literals blanked out (a name in a
-/// message is no use of it).
-fn without_strings(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut in_string = false;
-    let mut escaped = false;
-    for c in line.chars() {
-        if in_string {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => in_string = false,
-                _ => {}
+/// A source text with its comments (line, block, nested block) and its
+/// string and character literals blanked out, lines kept: a name in a
+/// message or in code commented out (`/* play(..) */`) is no use of it.
+fn code_only(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let blank = |out: &mut String, c: char| out.push(if c == '\n' { '\n' } else { ' ' });
+    let starts_token =
+        |at: usize| at == 0 || !(chars[at - 1].is_alphanumeric() || chars[at - 1] == '_');
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        let before = i.checked_sub(1).map(|j| chars[j]);
+        if c == '/' && next == Some('/') {
+            while i < chars.len() && chars[i] != '\n' {
+                blank(&mut out, chars[i]);
+                i += 1;
             }
+        } else if c == '/' && next == Some('*') {
+            let mut depth = 0usize;
+            while i < chars.len() {
+                let pair = (chars[i], chars.get(i + 1).copied());
+                if pair == ('/', Some('*')) {
+                    depth += 1;
+                } else if pair == ('*', Some('/')) {
+                    depth -= 1;
+                }
+                if matches!(pair, ('/', Some('*')) | ('*', Some('/'))) {
+                    out.push_str("  ");
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    blank(&mut out, chars[i]);
+                    i += 1;
+                }
+            }
+        } else if c == 'r'
+            && matches!(next, Some('"' | '#'))
+            && (starts_token(i) || before == Some('b') && starts_token(i - 1))
+            && chars[i + 1..]
+                .iter()
+                .position(|&h| h != '#')
+                .is_some_and(|n| chars[i + 1 + n] == '"')
+        {
+            // A raw string: `r#"..."#`, closed by the quote and as many `#`.
+            let hashes = chars[i + 1..].iter().take_while(|&&h| h == '#').count();
+            out.push('r');
+            i += 1;
+            for _ in 0..=hashes {
+                out.push(' ');
+                i += 1;
+            }
+            while i < chars.len() {
+                if chars[i] == '"'
+                    && chars[i + 1..]
+                        .iter()
+                        .take(hashes)
+                        .filter(|&&h| h == '#')
+                        .count()
+                        == hashes
+                {
+                    for _ in 0..=hashes {
+                        out.push(' ');
+                    }
+                    i += hashes + 1;
+                    break;
+                }
+                blank(&mut out, chars[i]);
+                i += 1;
+            }
+        } else if c == '"' {
             out.push(' ');
+            i += 1;
+            while i < chars.len() {
+                let d = chars[i];
+                blank(&mut out, d);
+                i += 1;
+                if d == '\\' {
+                    if let Some(&e) = chars.get(i) {
+                        blank(&mut out, e);
+                        i += 1;
+                    }
+                } else if d == '"' {
+                    break;
+                }
+            }
+        } else if c == '\'' && (next == Some('\\') || chars.get(i + 2) == Some(&'\'')) {
+            // A character literal (a lifetime has no closing quote).
+            out.push(' ');
+            i += 1;
+            while i < chars.len() {
+                let d = chars[i];
+                blank(&mut out, d);
+                i += 1;
+                if d == '\\' {
+                    if let Some(&e) = chars.get(i) {
+                        blank(&mut out, e);
+                        i += 1;
+                    }
+                } else if d == '\'' {
+                    break;
+                }
+            }
         } else {
-            in_string = c == '"';
-            out.push(if in_string { ' ' } else { c });
+            out.push(c);
+            i += 1;
         }
     }
     out
@@ -1436,4 +1588,24 @@ fn is_constructor(name: &str) -> bool {
     ) || name.starts_with("new_")
         || name.starts_with("with_")
         || name.starts_with("from_")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::code_only;
+
+    #[test]
+    fn comments_and_literals_are_blanked_and_lines_kept() {
+        let text = "play(); // run(a)\n/* run(b)\n /* nested() */ still() */ go();\nlet s = \"call(\\\"x\\\")\"; f('\"'); g::<'a>();\nlet r = r#\"raw(\"q\")\"#; br\"bytes()\"; h();";
+        let code = code_only(text);
+        assert_eq!(code.lines().count(), text.lines().count());
+        let words: Vec<&str> = code
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|w| !w.is_empty())
+            .collect();
+        assert_eq!(
+            words,
+            ["play", "go", "let", "s", "f", "g", "a", "let", "r", "r", "br", "h"]
+        );
+    }
 }

@@ -33,8 +33,15 @@ pub enum Cold {
     /// Code under a cargo feature that the crate's `default` does not enable.
     Feature(String),
     /// A function nothing in its workspace calls or names (an older
-    /// version kept beside its successor): it never runs in the program.
-    Uncalled(String),
+    /// version kept beside its successor), or one only such functions
+    /// call: it never runs in the program.
+    Uncalled {
+        /// The function.
+        function: String,
+        /// The function nothing calls that it is reached from (the
+        /// function itself where nothing calls it).
+        root: String,
+    },
     /// Code that runs only once something has failed: the arguments of
     /// `Err(..)`, of `panic!` and its kin (`unreachable!`, `bail!`, ...),
     /// and the message of `assert!` or `ensure!`.

@@ -1,0 +1,24 @@
+//! The older driver is kept beside its successor; its call in `main` is
+//! commented out, and an import names the search without calling it.
+
+mod search;
+
+use search::{run_batched, run_search};
+use tch::{nn, Device, Kind, Tensor};
+
+fn play_one_by_one(net: &nn::Sequential, games: usize) -> f64 {
+    let position = Tensor::rand([1, 4], (Kind::Float, Device::cuda_if_available()));
+    (0..games).map(|_| run_search(net, &position, 100)).sum() //~ note host-sync
+}
+
+fn main() {
+    let device = Device::cuda_if_available();
+    let vs = nn::VarStore::new(device);
+    let net = nn::seq().add(nn::linear(vs.root(), 4, 1, Default::default()));
+    /*
+    let score = play_one_by_one(&net, 10);
+    */
+    let positions = Tensor::rand([64, 4], (Kind::Float, device));
+    let score = run_batched(&net, &positions, 100);
+    println!("{score}");
+}

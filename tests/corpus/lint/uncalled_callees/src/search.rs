@@ -1,0 +1,23 @@
+//! A search whose one caller is a driver nothing runs: its per-simulation
+//! read never runs either, so it is a note. The batched search beside it
+//! runs from `main`, and its read is reported.
+
+use tch::{nn, nn::Module, Kind, Tensor};
+
+pub fn run_search(net: &nn::Sequential, position: &Tensor, simulations: usize) -> f64 {
+    let mut total = 0.0;
+    for _ in 0..simulations {
+        let value = net.forward(position).mean(Kind::Float);
+        total += value.double_value(&[]); //~ note host-sync
+    }
+    total
+}
+
+pub fn run_batched(net: &nn::Sequential, positions: &Tensor, rounds: usize) -> f64 {
+    let mut total = 0.0;
+    for _ in 0..rounds {
+        let values = net.forward(positions).mean(Kind::Float);
+        total += values.double_value(&[]); //~ warning host-sync
+    }
+    total
+}
