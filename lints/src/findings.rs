@@ -8,9 +8,7 @@ use std::cell::OnceCell;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use crate::analysis::crate_pass::{
-    reaches_some_implementations, Chain, CrateIndex, FnId, HotCall, LoopLevels, Summary,
-};
+use crate::analysis::crate_pass::{Chain, CrateIndex, FnId, HotCall, LoopLevels, Summary};
 use crate::analysis::facts::{CallSite, Cold, Context, FileFacts, Fix, Loc, Site};
 use crate::config::{Config, Level};
 use crate::engine::{group_by_workspace, workspace_index, Scanned};
@@ -278,7 +276,7 @@ fn hot_call_read(
         || chain.epoch.is_some()
         || chain.periodic.is_some()
         || chain.cold.is_some()
-        || reaches_some_implementations(&chain)
+        || chain.reach.is_some()
     {
         return None;
     }
@@ -299,7 +297,12 @@ fn call_read(chain: &Chain, call: &CallSite, looped_note: bool) -> Read {
         rule: chain.rule,
         pattern: chain.pattern,
         op: format!("`{}`", chain.steps[0]),
-        message: format!("`{}` syncs with the device: {}", chain.steps[0], chain.message),
+        message: format!(
+            "`{}` syncs with the device: {}{}",
+            chain.steps[0],
+            chain.message,
+            chain.reach.map(|r| r.to_string()).unwrap_or_default()
+        ),
         notes: std::iter::once(format!("via {}", quoted_chain(&chain.steps)))
             .chain(chain.looped.iter().filter(|_| looped_note).map(|function| {
                 format!("`{function}` reads in a loop of its own: each call waits for the device once per iteration of it")

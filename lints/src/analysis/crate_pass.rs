@@ -193,6 +193,9 @@ pub(crate) struct Chain {
     pub pattern: Option<usize>,
     /// The operation's own message.
     pub message: String,
+    /// Through a dispatch where only some of the implementations a call
+    /// can reach sync: how many of them (the call nearest the caller).
+    pub reach: Option<Reach>,
     /// Which advice fits the operation.
     pub fix: Fix,
     /// Where the operation's subject lives, in terms of the first
@@ -211,6 +214,26 @@ pub(crate) struct Chain {
     /// it, outside that loop: a call then syncs once per run of the whole
     /// loop, the once-per-epoch level, wherever it is made.
     pub epoch: Option<String>,
+}
+
+/// In how many of the implementations a call can reach (trait dispatch, a
+/// method name shared by several types) the operation syncs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Reach {
+    /// Implementations that sync.
+    pub syncing: usize,
+    /// Implementations the call can reach.
+    pub of: usize,
+}
+
+impl std::fmt::Display for Reach {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            " (in {} of the {} implementations this call can reach)",
+            self.syncing, self.of
+        )
+    }
 }
 
 impl Chain {
@@ -1187,6 +1210,7 @@ impl<'a> CrateIndex<'a> {
                 cold: site.context.cold.clone(),
                 pattern: site.hit.pattern,
                 message: site.hit.message.clone(),
+                reach: None,
                 fix: site.hit.fix,
                 condition,
                 looped: site
@@ -1334,20 +1358,19 @@ impl<'a> CrateIndex<'a> {
         let (callee, inner) = chosen?;
         let mut steps = vec![self.function(callee).display_name()];
         steps.extend(inner.steps.iter().cloned());
-        let message = if any && syncing < callees.len() {
-            // Only this call's count: a count from a call further down the
-            // chain is about that call.
-            let operation = without_reach(&inner.message).unwrap_or(&inner.message);
-            format!(
-                "{operation}{REACH_SUFFIX_START}{syncing} of the {}{REACH_SUFFIX_END}",
-                callees.len()
-            )
+        // Only this call's count: a count from a call further down the
+        // chain is about that call.
+        let reach = if any && syncing < callees.len() {
+            Some(Reach {
+                syncing,
+                of: callees.len(),
+            })
         } else {
-            inner.message.clone()
+            inner.reach
         };
         Some(Chain {
             steps,
-            message,
+            reach,
             periodic: call.context.periodic.clone().or(inner.periodic.clone()),
             cold: call.context.cold.clone().or(inner.cold.clone()),
             condition: substitute(&inner.condition, &args),
@@ -1469,28 +1492,6 @@ fn code_only(text: &str) -> String {
     }
     out
 }
-
-/// Whether a chain reaches its operation through only some of the
-/// implementations a call can reach (trait dispatch, a method name shared
-/// by several types).
-pub(crate) fn reaches_some_implementations(chain: &Chain) -> bool {
-    without_reach(&chain.message).is_some()
-}
-
-/// A message without the count of implementations it ends with, where it
-/// ends with one.
-fn without_reach(message: &str) -> Option<&str> {
-    message
-        .rsplit_once(REACH_SUFFIX_START)
-        .filter(|(_, rest)| rest.ends_with(REACH_SUFFIX_END))
-        .map(|(operation, _)| operation)
-}
-
-/// How a message says in how many of the implementations a call reaches
-/// the operation syncs: ` (in 1 of the 3 implementations this call can
-/// reach)`.
-const REACH_SUFFIX_START: &str = " (in ";
-const REACH_SUFFIX_END: &str = " implementations this call can reach)";
 
 /// Records a way a function syncs unless it already has one like it;
 /// returns whether anything changed.
