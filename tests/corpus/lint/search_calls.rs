@@ -1,8 +1,10 @@
 //! A move's tree search runs a loop of simulations of its own, each reading
 //! the network's value: the read is reported in that loop, and the training
-//! loop's call, which runs the whole search once per step, is a note. A
-//! helper that reads a tensor row by row is different: each call waits once
-//! per row, so the loop calling it is reported at the call.
+//! loop's call, which runs the whole search once per pass, is a note. A
+//! helper that reads a tensor row by row waits once per row: its read is
+//! reported in its loop. Each pass of the training loop runs a whole search
+//! before its one update, so the pass is the once-per-epoch level, and the
+//! helper's call there is a note too.
 
 use tch::{nn, nn::Module, nn::OptimizerConfig, Device, Kind, Tensor};
 
@@ -32,7 +34,7 @@ fn main() {
     for _ in 0..200 {
         let value = search(&net, &board, 800); //~ note host-sync
         let scores = net.forward(&board.repeat([4, 1]));
-        println!("{value} {:?}", row_sums(&scores)); //~ warning host-sync
+        println!("{value} {:?}", row_sums(&scores)); //~ note host-sync
         opt.backward_step(&(scores.mean(Kind::Float) - value));
         board = board + 1;
     }

@@ -18,6 +18,22 @@ pub(crate) struct LoopLevel {
     pub stepless: bool,
 }
 
+/// What one loop does, as far as steps go, directly or through calls.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct LoopSteps {
+    /// Runs an update (an optimizer or environment step).
+    update: bool,
+    /// Runs a model.
+    forward: bool,
+    /// Encloses a loop that runs steps: the line of that inner loop, or of
+    /// the call that runs one.
+    encloses: Option<usize>,
+    /// It calls a function that repeats steps (`loop`, `while`, a range:
+    /// whole episodes, games, generations), every implementation the call
+    /// can reach, directly or in a loop nested in it.
+    encloses_repeating: bool,
+}
+
 /// What functions do, as far as steps go.
 #[derive(Default)]
 pub(super) struct StepSets {
@@ -100,7 +116,7 @@ impl CrateIndex<'_> {
                 }
             }
         }
-        let mut levels: Vec<Vec<(bool, bool, Option<usize>)>>;
+        let mut levels: Vec<Vec<LoopSteps>>;
         loop {
             levels = self
                 .files
@@ -146,7 +162,12 @@ impl CrateIndex<'_> {
                     }
                 }
                 for (loop_id, facts) in info.facts.loops.iter().enumerate() {
-                    let (runs_update, runs_forward, encloses) = levels[file][loop_id];
+                    let LoopSteps {
+                        update: runs_update,
+                        forward: runs_forward,
+                        encloses,
+                        ..
+                    } = levels[file][loop_id];
                     let Some(f) = facts.function else {
                         continue;
                     };
@@ -181,11 +202,17 @@ impl CrateIndex<'_> {
                     let loops = &info.facts.loops;
                     let mut out: Vec<LoopLevel> = Vec::with_capacity(loops.len());
                     for (id, facts) in loops.iter().enumerate() {
-                        let (runs_update, runs_forward, encloses) = levels[file][id];
+                        let steps = levels[file][id];
                         // Parents come before their children.
                         let parent_stepless = facts.parent.is_none_or(|p| out[p].stepless);
+                        // A loop that runs an update is a step loop, unless
+                        // each of its passes first runs whole episodes or
+                        // games (a repeating loop of steps): then its one
+                        // update per pass is the epoch's, after the play.
+                        let step_loop = steps.update && !steps.encloses_repeating;
+                        let (runs_update, runs_forward) = (steps.update, steps.forward);
                         out.push(LoopLevel {
-                            per_epoch: if runs_update { None } else { encloses },
+                            per_epoch: if step_loop { None } else { steps.encloses },
                             request: facts.request && !runs_update,
                             stepless: parent_stepless && !runs_update && !runs_forward,
                         });
@@ -203,11 +230,15 @@ impl CrateIndex<'_> {
         facts: &FileFacts,
         resolved: &[Vec<FnId>],
         sets: &StepSets,
-    ) -> Vec<(bool, bool, Option<usize>)> {
-        let mut steps: Vec<(bool, bool, Option<usize>)> = facts
+    ) -> Vec<LoopSteps> {
+        let mut steps: Vec<LoopSteps> = facts
             .loops
             .iter()
-            .map(|l| (l.update, l.forward, None))
+            .map(|l| LoopSteps {
+                update: l.update,
+                forward: l.forward,
+                ..LoopSteps::default()
+            })
             .collect();
         for (index, call) in facts.calls.iter().enumerate() {
             let Some(loop_id) = call.context.loop_id else {
@@ -216,22 +247,24 @@ impl CrateIndex<'_> {
             let callees = &resolved[index];
             let step = |c: &&FnId| self.is_step_fn(**c, sets);
             if callees.iter().filter(step).any(|c| sets.update.contains(c)) {
-                steps[loop_id].0 = true;
+                steps[loop_id].update = true;
             }
             if callees
                 .iter()
                 .filter(step)
                 .any(|c| sets.forward.contains(c))
             {
-                steps[loop_id].1 = true;
+                steps[loop_id].forward = true;
             }
-            if steps[loop_id].2.is_none()
-                && call.context.periodic.is_none()
-                && callees
+            let looping = |c: &FnId| sets.looping.contains(c) && !self.is_step_fn(*c, sets);
+            if call.context.periodic.is_none() && callees.iter().any(looping) {
+                steps[loop_id].encloses.get_or_insert(call.loc.line);
+                if callees
                     .iter()
-                    .any(|c| sets.looping.contains(c) && !self.is_step_fn(*c, sets))
-            {
-                steps[loop_id].2 = Some(call.loc.line);
+                    .all(|c| looping(c) && sets.repeating.contains(c))
+                {
+                    steps[loop_id].encloses_repeating = true;
+                }
             }
         }
         // Children come after their parents: fold the nested step loops up
@@ -239,17 +272,18 @@ impl CrateIndex<'_> {
         // not one behind a periodic guard, an evaluation or an update phase
         // every N steps).
         for id in (0..facts.loops.len()).rev() {
-            let (runs_update, runs_forward, encloses) = steps[id];
+            let inner = steps[id];
             let child = &facts.loops[id];
-            let runs_forward = runs_forward && !child.over_components;
+            let runs_forward = inner.forward && !child.over_components;
             if let (Some(parent), true) = (
                 child.parent,
                 child.statement
                     && !child.periodic
-                    && (runs_update || runs_forward || encloses.is_some()),
+                    && (inner.update || runs_forward || inner.encloses.is_some()),
             ) {
-                if steps[parent].2.is_none() {
-                    steps[parent].2 = Some(child.line);
+                steps[parent].encloses.get_or_insert(child.line);
+                if inner.encloses_repeating {
+                    steps[parent].encloses_repeating = true;
                 }
             }
         }
