@@ -1034,10 +1034,11 @@ impl<'a> CrateIndex<'a> {
     }
 
     /// Functions that never run: those nothing in the workspace calls (no
-    /// call resolves to one, and its name appears in no code of the
-    /// workspace but at a definition, `fn name`, or as a module, `mod name`,
-    /// `name::`: not passed as a value, not called from a macro the walk
-    /// does not read), and those called only from such functions, where
+    /// call resolves to one but its own recursive calls, and its name
+    /// appears in no code of the workspace but at a definition, `fn name`,
+    /// as a module, `mod name`, `name::`, or in those calls: not passed as a
+    /// value, not called from a macro the walk does not read), and those
+    /// called only from such functions, where
     /// every use of the name is one of those calls, in a program (another
     /// crate may call a library's functions). Each maps to the
     /// function nothing calls that it is reached from (itself for those).
@@ -1099,15 +1100,6 @@ impl<'a> CrateIndex<'a> {
                 previous = word;
             }
         }
-        let mut never: HashMap<FnId, FnId> = by_name
-            .iter()
-            .filter(|(name, _)| !uses.contains_key(*name))
-            .flat_map(|(_, ids)| ids.iter().filter(|id| !callers.contains_key(id)))
-            .map(|&id| (id, id))
-            .collect();
-        if never.is_empty() {
-            return never;
-        }
         // Names whose every use is a call that resolves to a function of
         // that name: their calls are all the ways to reach them.
         let only_called: Vec<&Vec<FnId>> = by_name
@@ -1122,6 +1114,27 @@ impl<'a> CrateIndex<'a> {
             })
             .map(|(_, ids)| ids)
             .collect();
+        let caller_of = |(file, index): (usize, usize)| {
+            self.files[file].facts.calls[index]
+                .context
+                .function
+                .map(|f| (file, f))
+        };
+        // Nothing calls or names them, or only they call themselves.
+        let unnamed = by_name
+            .iter()
+            .filter(|(name, _)| !uses.contains_key(*name))
+            .flat_map(|(_, ids)| ids.iter().filter(|id| !callers.contains_key(id)));
+        let only_recursive = only_called.iter().copied().flatten().filter(|id| {
+            callers
+                .get(id)
+                .is_some_and(|sites| sites.iter().all(|&site| caller_of(site) == Some(**id)))
+        });
+        let mut never: HashMap<FnId, FnId> =
+            unnamed.chain(only_recursive).map(|&id| (id, id)).collect();
+        if never.is_empty() {
+            return never;
+        }
         loop {
             let mut grew = false;
             for &id in only_called.iter().copied().flatten() {
@@ -1133,11 +1146,8 @@ impl<'a> CrateIndex<'a> {
                     continue;
                 };
                 let mut root = None;
-                let all_never = sites.iter().all(|&(file, index)| {
-                    let caller = self.files[file].facts.calls[index]
-                        .context
-                        .function
-                        .map(|f| (file, f));
+                let all_never = sites.iter().all(|&site| {
+                    let caller = caller_of(site);
                     match caller.and_then(|c| never.get(&c).map(|&r| (c, r))) {
                         _ if caller == Some(id) => true,
                         Some((_, r)) => {
