@@ -88,6 +88,10 @@ pub enum PlaceRef {
         /// Running a module (`forward`): its output is where the module
         /// (the receiver) is, whatever the input (a module may move it).
         module: bool,
+        /// Which arguments are device handles (`tch::Device`): a crate
+        /// object handed a device that is not the CPU is built there,
+        /// whatever else it is built from (a dataset moving host data).
+        devices: Vec<usize>,
     },
     /// On the CPU if every one of these is: a tuple of values with places
     /// of their own (`(policy, value)`), or either branch of an `if`.
@@ -126,6 +130,17 @@ impl Place {
     /// arguments hold nothing placed still go to the crate pass, since a
     /// crate-local callee may return CPU data.
     pub fn of_call(result: TypeRef, args: Vec<Place>, module: bool) -> Place {
+        Place::of_call_with_devices(result, args, Vec::new(), module)
+    }
+
+    /// Where a call's result lives, `devices` naming the arguments that
+    /// are device handles (see [`PlaceRef::Call`]).
+    pub fn of_call_with_devices(
+        result: TypeRef,
+        args: Vec<Place>,
+        devices: Vec<usize>,
+        module: bool,
+    ) -> Place {
         if nesting(&args) > MAX_PLACE_NESTING {
             return Place::Device;
         }
@@ -133,6 +148,7 @@ impl Place {
             result,
             args,
             module,
+            devices,
         })
     }
 
@@ -994,6 +1010,7 @@ mod tests {
                 },
                 args: vec![Place::Device, Place::Cpu],
                 module: true,
+                devices: Vec::new(),
             })
         );
         // `apply_opt` may hand back its input.

@@ -105,6 +105,7 @@ impl CrateIndex<'_> {
                 result,
                 args,
                 module,
+                devices,
             } => {
                 let TypeRef::Return { owner, name } = result else {
                     return false;
@@ -153,11 +154,18 @@ impl CrateIndex<'_> {
                     return built_from_cpu();
                 }
                 // A crate object (not a tensor) built from CPU objects
-                // computes there too, whatever the constructor keeps.
+                // computes there too, whatever the constructor keeps, unless
+                // it is handed a device that is not the CPU to go to.
                 let objects = callees
                     .iter()
                     .all(|&id| matches!(self.function(id).returns, TyKind::Named(_)));
-                if objects && built_from_cpu() {
+                let told_device = || {
+                    devices.iter().any(|&i| {
+                        args.get(i)
+                            .is_some_and(|a| !self.place_cpu(a, file, env, depth + 1))
+                    })
+                };
+                if objects && built_from_cpu() && !told_device() {
                     return true;
                 }
                 let inner = Env::Args(args, env);
@@ -365,10 +373,12 @@ pub(crate) fn substitute(place: &Place, args: &[Place]) -> Place {
                 result,
                 args: inner,
                 module,
+                devices,
             } => Place::of(PlaceRef::Call {
                 result: result.clone(),
                 args: inner.iter().map(|a| substitute(a, args)).collect(),
                 module: *module,
+                devices: devices.clone(),
             }),
         };
         out = out.either(part);
@@ -395,6 +405,7 @@ mod tests {
             result: TypeRef::Unknown,
             args: vec![Place::of(PlaceRef::Param(0))],
             module: false,
+            devices: Vec::new(),
         }));
     }
 }

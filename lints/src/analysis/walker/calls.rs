@@ -281,7 +281,11 @@ impl Walker<'_> {
             name,
         };
         let module = is_forward(&result_name(&result));
-        Val::Deferred(result.clone(), Place::of_call(result, arg_places, module))
+        let devices = device_handles(args, 0);
+        Val::Deferred(
+            result.clone(),
+            Place::of_call_with_devices(result, arg_places, devices, module),
+        )
     }
 
     /// Calling a value (a boxed module, a function pointer): runs a model,
@@ -677,14 +681,28 @@ impl Walker<'_> {
                     name: name.to_owned(),
                 };
                 let module = is_forward(name);
+                // The receiver comes first among the places.
+                let devices = device_handles(args, 1);
                 Val::Deferred(
                     result.clone(),
-                    receiver_place.either(Place::of_call(result, arg_places, module)),
+                    receiver_place.either(Place::of_call_with_devices(
+                        result, arg_places, devices, module,
+                    )),
                 )
             }
             _ => Val::Unknown,
         }
     }
+}
+
+/// Which of a call's arguments are device handles, as positions among its
+/// places (`offset` of them come first: the receiver).
+fn device_handles(args: &[Val], offset: usize) -> Vec<usize> {
+    args.iter()
+        .enumerate()
+        .filter(|(_, a)| matches!(a, Val::Device(_)))
+        .map(|(i, _)| i + offset)
+        .collect()
 }
 
 /// A channel's constructor, by its path: `channel`, `sync_channel`,
