@@ -69,6 +69,9 @@ pub(crate) struct Placement {
     pub(crate) published: bool,
     /// Cargo refuses to build the crate: its workspace does not hold it.
     pub(crate) outside_workspace: bool,
+    /// The file's crate cannot use tch (see [`Layout::uses_tch`]): its
+    /// tensors are another library's.
+    pub(crate) without_tch: bool,
     /// The file is compiled only into a program: a binary or example target,
     /// or `src/` of a crate without a library. Like rustc's `dead_code`,
     /// what its `main` cannot reach never runs.
@@ -138,6 +141,10 @@ fn run(
                 .crate_root
                 .as_deref()
                 .is_some_and(|root| layout.outside_its_workspace(root));
+            let without_tch = member
+                .crate_root
+                .as_deref()
+                .is_some_and(|root| !layout.uses_tch(root));
             let program = match &scope.target {
                 Target::Bin(_) | Target::Example(_) => true,
                 Target::Lib => member.crate_root.as_deref().is_some_and(|root| {
@@ -152,6 +159,7 @@ fn run(
                 crate_name,
                 published,
                 outside_workspace,
+                without_tch,
                 program,
             }
         })
@@ -480,7 +488,17 @@ fn analyze(
         message,
     };
     match outcome {
-        Ok(Ok(facts)) => (Some(facts), None),
+        Ok(Ok(mut facts)) => {
+            // A crate that cannot use tch holds no tch operation: its
+            // `Tensor` is another library's (a burn or candle study beside
+            // the tch ones), unless the file names tch itself. Its calls
+            // into crates that do are still followed, and the
+            // configuration's own patterns still apply.
+            if placement.without_tch && !crate::prefilter::names_tch_crate(text) {
+                facts.sites.retain(|site| site.hit.pattern.is_some());
+            }
+            (Some(facts), None)
+        }
         Ok(Err(error)) => (None, Some(into_error(error))),
         Err(panic) => {
             proc_macro2::extra::invalidate_current_thread_spans();

@@ -34,6 +34,9 @@ pub(crate) struct Manifest {
     pub names_workspace: bool,
     /// The directories of its path dependencies, relative to it.
     pub path_deps: Vec<PathBuf>,
+    /// It depends on tch itself (or on `torch-sys`), in any dependency
+    /// table, under its own name or renamed.
+    pub tch_dep: bool,
 }
 
 /// A file's crate and workspace.
@@ -55,6 +58,8 @@ pub(crate) struct Layout {
     members: HashMap<PathBuf, HashSet<PathBuf>>,
     /// Per crate root, whether its workspace does not hold it.
     unheld: HashMap<PathBuf, bool>,
+    /// Per crate root, whether it uses tch (see [`Layout::uses_tch`]).
+    tch: HashMap<PathBuf, bool>,
     outside: Arc<Features>,
 }
 
@@ -69,6 +74,7 @@ impl Layout {
             workspaces: HashMap::new(),
             members: HashMap::new(),
             unheld: HashMap::new(),
+            tch: HashMap::new(),
             outside: Arc::new(Features::only(extra_features)),
         }
     }
@@ -158,11 +164,37 @@ impl Layout {
                             t.get("package").and_then(|p| p.get("workspace")).is_some()
                         }),
                         path_deps: table.as_ref().map(path_dependencies).unwrap_or_default(),
+                        // An unreadable manifest says nothing: count it in.
+                        tch_dep: table.as_ref().is_none_or(depends_on_tch),
                     }
                 });
             self.manifests.insert(dir.to_owned(), manifest);
         }
         self.manifests.get(dir).and_then(Option::as_ref)
+    }
+
+    /// Whether the crate can use tch: it depends on tch, or on a crate of
+    /// its own tree (a path dependency) that does, which may hand tch's
+    /// types on (`pub use tch::Tensor`). A crate that cannot has no tch
+    /// tensor: its `Tensor` is another library's (burn's, candle's), whose
+    /// operations tch's rules do not describe. A crate without a readable
+    /// manifest counts as using tch.
+    pub(crate) fn uses_tch(&mut self, crate_root: &Path) -> bool {
+        if let Some(&known) = self.tch.get(crate_root) {
+            return known;
+        }
+        // A cycle of path dependencies adds nothing.
+        self.tch.insert(crate_root.to_owned(), false);
+        let (direct, deps) = match self.manifest(crate_root) {
+            None => (true, Vec::new()),
+            Some(m) => (m.tch_dep, m.path_deps.clone()),
+        };
+        let uses = direct
+            || deps
+                .iter()
+                .any(|dep| self.uses_tch(&normalize(&crate_root.join(dep))));
+        self.tch.insert(crate_root.to_owned(), uses);
+        uses
     }
 
     /// Whether cargo refuses to build the crate: it sits under a workspace
@@ -286,6 +318,25 @@ fn workspace_list(table: &toml::Table, key: &str) -> Vec<String> {
 /// The `path` of every dependency, in `[dependencies]`, `[dev-dependencies]`,
 /// `[build-dependencies]` and their `[target.*]` forms.
 fn path_dependencies(table: &toml::Table) -> Vec<PathBuf> {
+    dependencies(table)
+        .filter_map(|(_, dep)| dep.get("path").and_then(toml::Value::as_str))
+        .map(PathBuf::from)
+        .collect()
+}
+
+/// Whether a manifest depends on tch (or its `torch-sys`), by name or
+/// renamed (`torch = { package = "tch" }`).
+fn depends_on_tch(table: &toml::Table) -> bool {
+    const TCH: [&str; 2] = ["tch", "torch-sys"];
+    dependencies(table).any(|(name, dep)| {
+        let package = dep.get("package").and_then(toml::Value::as_str);
+        TCH.contains(&package.unwrap_or(name))
+    })
+}
+
+/// Every dependency a manifest declares, of every kind and target: its
+/// name and its entry.
+fn dependencies(table: &toml::Table) -> impl Iterator<Item = (&str, &toml::Value)> {
     const KINDS: [&str; 4] = [
         "dependencies",
         "dev-dependencies",
@@ -302,10 +353,7 @@ fn path_dependencies(table: &toml::Table) -> Vec<PathBuf> {
         .chain(targets)
         .flat_map(|t| KINDS.iter().filter_map(move |k| t.get(*k)))
         .filter_map(toml::Value::as_table)
-        .flat_map(|deps| deps.values())
-        .filter_map(|dep| dep.get("path").and_then(toml::Value::as_str))
-        .map(PathBuf::from)
-        .collect()
+        .flat_map(|deps| deps.iter().map(|(name, dep)| (name.as_str(), dep)))
 }
 
 /// The directories a `members` pattern names under `root`: each segment
