@@ -188,6 +188,9 @@ pub struct LoopFacts {
     /// evaluation, or an update phase, every N steps): it makes no epoch
     /// of that loop.
     pub periodic: bool,
+    /// The counter of a loop over a range of numbers (`for step in
+    /// 0..n`): a branch taken when it equals one value runs once.
+    pub counter: Option<String>,
 }
 
 /// A syntactic type, classified.

@@ -4,8 +4,9 @@
 use super::*;
 use syntax::{
     builds_an_error, counts_components, diverges, drives_requests, driving_tensor_iter,
-    expr_diverges, is_last_step, is_none_pattern, is_periodic, is_range, is_self_field_collection,
-    moved_to_device, moves_its_input, runs_an_update, starts_with_request,
+    expr_diverges, is_last_step, is_none_pattern, is_one_iteration, is_periodic, is_range,
+    is_self_field_collection, moved_to_device, moves_its_input, runs_an_update,
+    starts_with_request,
 };
 
 impl Walker<'_> {
@@ -345,8 +346,15 @@ impl Walker<'_> {
         // ..; opt.backward_step(&loss); .. }`) picks the optimizer steps:
         // each run of its block is one step, and its reads run once per step.
         let periodic = is_periodic(&i.cond) && !runs_an_update(&i.then_branch);
-        let guard =
-            (periodic || is_last_step(&i.cond) || ran_out).then(|| self.source_of(&*i.cond));
+        // `if step == 999` of `for step in 0..1000`: one iteration.
+        let counter = self
+            .fn_state
+            .context
+            .loop_id
+            .and_then(|id| self.facts.loops[id].counter.as_deref());
+        let once = counter.is_some_and(|counter| is_one_iteration(&i.cond, counter));
+        let guard = (periodic || once || is_last_step(&i.cond) || ran_out)
+            .then(|| self.source_of(&*i.cond));
         let saved = self.fn_state.context.periodic.clone();
         if guard.is_some() {
             self.fn_state.context.periodic = guard;
@@ -418,6 +426,10 @@ impl Walker<'_> {
             self.mark_loop(|l| l.over_components = true);
         } else if is_range(&f.expr) {
             self.mark_loop(|l| l.repeats = true);
+        }
+        if let (true, Pat::Ident(counter)) = (is_range(&f.expr), &*f.pat) {
+            let counter = counter.ident.to_string();
+            self.mark_loop(|l| l.counter = Some(counter));
         }
         // `for v in t.iter::<f64>()` reads one element per iteration of this
         // very loop, so the read belongs inside it.

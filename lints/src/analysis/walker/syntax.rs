@@ -431,6 +431,45 @@ pub(super) fn is_last_step(cond: &Expr) -> bool {
     }
 }
 
+/// Whether a condition holds on one value of a loop's counter only:
+/// `step == 999`, `i == n_iter`, `epoch == cfg.epochs - 1` (the other side
+/// does not name the counter), alone or in a conjunction.
+pub(super) fn is_one_iteration(cond: &Expr, counter: &str) -> bool {
+    fn is_counter(e: &Expr, counter: &str) -> bool {
+        match e {
+            Expr::Path(p) => p.path.is_ident(counter),
+            Expr::Paren(p) => is_counter(&p.expr, counter),
+            _ => false,
+        }
+    }
+    fn names(e: &Expr, counter: &str) -> bool {
+        use syn::visit::Visit;
+        struct Finder<'c>(&'c str, bool);
+        impl<'ast> Visit<'ast> for Finder<'_> {
+            fn visit_path(&mut self, p: &'ast syn::Path) {
+                self.1 |= p.is_ident(self.0);
+            }
+        }
+        let mut finder = Finder(counter, false);
+        finder.visit_expr(e);
+        finder.1
+    }
+    match cond {
+        Expr::Binary(b) => match b.op {
+            BinOp::Eq(_) => {
+                (is_counter(&b.left, counter) && !names(&b.right, counter))
+                    || (is_counter(&b.right, counter) && !names(&b.left, counter))
+            }
+            BinOp::And(_) => {
+                is_one_iteration(&b.left, counter) || is_one_iteration(&b.right, counter)
+            }
+            _ => false,
+        },
+        Expr::Paren(p) => is_one_iteration(&p.expr, counter),
+        _ => false,
+    }
+}
+
 /// `None` as a pattern.
 pub(super) fn is_none_pattern(pat: &Pat) -> bool {
     match pat {
