@@ -139,6 +139,24 @@ fn workspace_findings(
                 .collect()
         })
     };
+    // Where a function runs once per step, among the functions that run:
+    // none for one that never runs; where the loop first found to run it
+    // sits in a function that never runs, the loops of those that do are
+    // looked at again (once, on the first such question).
+    let live: OnceCell<HashMap<FnId, HotCall>> = OnceCell::new();
+    let hot_live = |f: FnId| -> Option<&HotCall> {
+        let hot_call = hot.get(&f)?;
+        if !uncalled().contains_key(&hot_call.caller) {
+            return Some(hot_call);
+        }
+        if uncalled().contains_key(&f) {
+            return None;
+        }
+        live.get_or_init(|| {
+            index.hot_functions_skipping(&levels, |id| uncalled().contains_key(&id))
+        })
+        .get(&f)
+    };
     for (file, &position) in positions.iter().enumerate() {
         let facts = index.facts(file);
         let mut reads = Vec::new();
@@ -150,7 +168,7 @@ fn workspace_findings(
                     .context
                     .function
                     .filter(|&f| !test_only.contains(&(file, f)))
-                    .and_then(|f| hot.get(&(file, f)));
+                    .and_then(|f| hot_live((file, f)));
                 if let (Some(hot_call), None, None) =
                     (hot_call, &site.context.periodic, &site.context.cold)
                 {
@@ -177,11 +195,8 @@ fn workspace_findings(
                 .function
                 .filter(|_| read.fix == Fix::Bulk && read.item)
                 .filter(|&f| !test_only.contains(&(file, f)))
-                .and_then(|f| hot.get(&(file, f)))
-                .filter(|hot_call| {
-                    index.site_syncs_in(file, site, hot_call)
-                        && !uncalled().contains_key(&hot_call.caller)
-                })
+                .and_then(|f| hot_live((file, f)))
+                .filter(|hot_call| index.site_syncs_in(file, site, hot_call))
                 .map(|hot_call| {
                     format!(
                         "`{}` runs on every iteration of the loop at {}",
@@ -202,7 +217,7 @@ fn workspace_findings(
         for call in &facts.calls {
             if call.context.loop_id.is_none() {
                 reads.extend(hot_call_read(
-                    index, &summary, &hot, &test_only, scanned, positions, file, call, facts,
+                    index, &summary, &hot_live, &test_only, scanned, positions, file, call, facts,
                     config,
                 ));
                 continue;
@@ -245,10 +260,10 @@ fn workspace_findings(
 /// of its own, not once per epoch, not behind a guard): one wait per
 /// iteration of that loop, reported at the call as the read inside is.
 #[allow(clippy::too_many_arguments)]
-fn hot_call_read(
+fn hot_call_read<'h>(
     index: &CrateIndex<'_>,
     summary: &Summary,
-    hot: &HashMap<FnId, HotCall>,
+    hot: &impl Fn(FnId) -> Option<&'h HotCall>,
     test_only: &HashSet<FnId>,
     scanned: &[Scanned<'_>],
     positions: &[usize],
@@ -264,7 +279,7 @@ fn hot_call_read(
     {
         return None;
     }
-    let hot_call = hot.get(&(file, f))?;
+    let hot_call = hot((file, f))?;
     let callees = index.callees(file, call);
     let chain = index.chain_through(&summary.syncs, file, call, &callees)?;
     // Through a dispatch where only some implementations read, the read

@@ -335,6 +335,16 @@ impl CrateIndex<'_> {
     /// can reach run per step; one resolved only by name, among several
     /// candidates, makes none.
     pub(crate) fn hot_functions(&self, levels: &LoopLevels) -> HashMap<FnId, HotCall> {
+        self.hot_functions_skipping(levels, |_| false)
+    }
+
+    /// [`CrateIndex::hot_functions`], leaving out the loops of the
+    /// functions `skip` names (those that never run).
+    pub(crate) fn hot_functions_skipping(
+        &self,
+        levels: &LoopLevels,
+        skip: impl Fn(FnId) -> bool,
+    ) -> HashMap<FnId, HotCall> {
         let mut hot: HashMap<FnId, HotCall> = HashMap::new();
         // Calls outside loops, by the function making them; resolved only
         // once that function turns out to run per step.
@@ -351,6 +361,9 @@ impl CrateIndex<'_> {
                 let (Some(function), None) = (call.context.function, &call.context.cold) else {
                     continue;
                 };
+                if skip((file, function)) {
+                    continue;
+                }
                 let Some(loop_id) = call.context.loop_id else {
                     top_level_calls
                         .entry((file, function))
