@@ -164,14 +164,16 @@ fn workspace_findings(
             if site.context.loop_id.is_none() {
                 // A read outside loops, in a function that runs on
                 // every iteration of a per-step loop elsewhere.
+                // Whether the function runs, asked last: it reads every
+                // file of the workspace once.
                 let hot_call = site
                     .context
                     .function
                     .filter(|&f| !test_only.contains(&(file, f)))
+                    .filter(|_| site.context.periodic.is_none() && site.context.cold.is_none())
+                    .filter(|&f| hot.contains_key(&(file, f)) && index.site_syncs(file, site))
                     .and_then(|f| hot_live((file, f)));
-                if let (Some(hot_call), None, None) =
-                    (hot_call, &site.context.periodic, &site.context.cold)
-                {
+                if let Some(hot_call) = hot_call {
                     if index.site_syncs_in(file, site, hot_call) {
                         let at = loop_place(scanned, positions, file, hot_call);
                         let mut read = site_read(site);
@@ -217,7 +219,16 @@ fn workspace_findings(
         for call in &facts.calls {
             if call.context.loop_id.is_none() {
                 reads.extend(hot_call_read(
-                    index, &summary, &hot_live, &test_only, scanned, positions, file, call, facts,
+                    index,
+                    &summary,
+                    &|f| hot.contains_key(&f),
+                    &hot_live,
+                    &test_only,
+                    scanned,
+                    positions,
+                    file,
+                    call,
+                    facts,
                     config,
                 ));
                 continue;
@@ -263,6 +274,7 @@ fn workspace_findings(
 fn hot_call_read<'h>(
     index: &CrateIndex<'_>,
     summary: &Summary,
+    is_hot: &impl Fn(FnId) -> bool,
     hot: &impl Fn(FnId) -> Option<&'h HotCall>,
     test_only: &HashSet<FnId>,
     scanned: &[Scanned<'_>],
@@ -279,7 +291,9 @@ fn hot_call_read<'h>(
     {
         return None;
     }
-    let hot_call = hot((file, f))?;
+    if !is_hot((file, f)) {
+        return None;
+    }
     let callees = index.callees(file, call);
     let chain = index.chain_through(&summary.syncs, file, call, &callees)?;
     // Through a dispatch where only some implementations read, the read
@@ -295,6 +309,9 @@ fn hot_call_read<'h>(
     {
         return None;
     }
+    // Whether the function runs, asked last: it reads every file of the
+    // workspace once.
+    let hot_call = hot((file, f))?;
     let at = loop_place(scanned, positions, file, hot_call);
     let mut read = call_read(&chain, call, true);
     read.notes.push(format!(
