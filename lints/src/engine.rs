@@ -126,28 +126,17 @@ fn run(
         .iter()
         .map(|i| {
             let member = layout.membership(&i.path);
-            let declared = layout.declared_targets(member.crate_root.as_deref());
-            let scope = file_scope_in(&i.path, member.crate_root.as_deref(), &declared);
-            let features = layout.features(member.crate_root.as_deref());
-            let crate_name = member
-                .crate_root
-                .as_deref()
-                .and_then(|root| layout.crate_name(root));
-            let published = member
-                .crate_root
-                .as_deref()
-                .is_some_and(|root| layout.published(root));
-            let outside_workspace = member
-                .crate_root
-                .as_deref()
-                .is_some_and(|root| layout.outside_its_workspace(root));
-            let without_tch = member
-                .crate_root
-                .as_deref()
-                .is_some_and(|root| !layout.uses_tch(root));
+            let root = member.crate_root.as_deref();
+            let declared = layout.declared_targets(root);
+            let scope = file_scope_in(&i.path, root, &declared);
+            let features = layout.features(root);
+            let crate_name = root.and_then(|root| layout.crate_name(root));
+            let published = root.is_some_and(|root| layout.published(root));
+            let outside_workspace = root.is_some_and(|root| layout.outside_its_workspace(root));
+            let without_tch = root.is_some_and(|root| !layout.uses_tch(root));
             let program = match &scope.target {
                 Target::Bin(_) | Target::Example(_) => true,
-                Target::Lib => member.crate_root.as_deref().is_some_and(|root| {
+                Target::Lib => root.is_some_and(|root| {
                     declared.lib.is_none() && !root.join("src/lib.rs").is_file()
                 }),
                 _ => false,
