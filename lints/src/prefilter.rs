@@ -204,6 +204,45 @@ pub fn check_nesting(text: &str) -> Result<(), TooDeep> {
     Ok(())
 }
 
+/// The text with its comments and its string and character literals
+/// blanked out (each byte a space, lines kept), found by the scan the
+/// nesting check skips them with: a name in a message or in code
+/// commented out (`/* play(..) */`) is no use of it.
+pub(crate) fn without_comments_and_literals(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = bytes.to_vec();
+    let mut line = 0usize;
+    let mut i = 0usize;
+    while i < bytes.len() {
+        let (from, end) = match bytes[i] {
+            b'/' if bytes.get(i + 1) == Some(&b'/') => (
+                i,
+                memchr::memchr(b'\n', &bytes[i..]).map_or(bytes.len(), |n| i + n),
+            ),
+            b'/' if bytes.get(i + 1) == Some(&b'*') => (i, skip_block_comment(bytes, i, &mut line)),
+            b'"' => (i, skip_string(bytes, i + 1, &mut line)),
+            // A raw string keeps its `r`.
+            b'r' if is_raw_string_start(bytes, i) => {
+                (i + 1, skip_raw_string(bytes, i + 1, &mut line))
+            }
+            b'\'' => (i, skip_char_literal(bytes, i)),
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        let end = end.min(bytes.len());
+        for b in &mut out[from..end] {
+            if *b != b'\n' {
+                *b = b' ';
+            }
+        }
+        i = end.max(i + 1);
+    }
+    // Only whole multi-byte characters are blanked, so the text stays UTF-8.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
 /// Counts one more level of nesting on `depth`; crossing [`MAX_NESTING`]
 /// refuses the file at `line`.
 fn one_level_deeper(depth: &mut usize, line: usize) -> Result<(), TooDeep> {
@@ -270,9 +309,11 @@ fn skip_string(bytes: &[u8], mut i: usize, line: &mut usize) -> usize {
     i
 }
 
+/// Whether the `r` at `i` opens a raw string: `r"..."`, `r#"..."#`, or
+/// the byte string forms `br"..."`, `br#"..."#`.
 fn is_raw_string_start(bytes: &[u8], i: usize) -> bool {
-    let preceded_by_ident = i > 0 && (bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_');
-    if preceded_by_ident {
+    let starts_word = |at: usize| at == 0 || !is_ident_byte(bytes[at - 1]);
+    if !(starts_word(i) || i > 0 && bytes[i - 1] == b'b' && starts_word(i - 1)) {
         return false;
     }
     let mut j = i + 1;
@@ -414,6 +455,21 @@ mod tests {
     }
 
     #[test]
+    fn comments_and_literals_are_blanked_and_lines_kept() {
+        let text = "play(); // run(a)\n/* run(b)\n /* nested() */ still() */ go();\nlet s = \"call(\\\"x\\\")\"; f('\"'); g::<'a>(); k('é');\nlet r = r#\"raw(\"q\")\"#; br\"bytes()\"; h(\"né()\");";
+        let code = without_comments_and_literals(text);
+        assert_eq!(code.lines().count(), text.lines().count());
+        let words: Vec<&str> = code
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|w| !w.is_empty())
+            .collect();
+        assert_eq!(
+            words,
+            ["play", "go", "let", "s", "f", "g", "a", "k", "let", "r", "r", "br", "h"]
+        );
+    }
+
+    #[test]
     fn naming_the_tch_crate_is_told_from_naming_a_tensor() {
         for names in [
             "use tch::Tensor;",
@@ -457,7 +513,7 @@ mod tests {
     fn brackets_in_strings_comments_and_chars_do_not_count() {
         let opens = "(".repeat(MAX_NESTING + 5);
         let text = format!(
-            "// {opens}\n/* {opens} /* nested */ */\nlet a = \"{opens}\\\"\";\nlet b = r#\"{opens}\"#;\nlet c = '(';\nfn f<'a>(x: &'a str) {{}}\n"
+            "// {opens}\n/* {opens} /* nested */ */\nlet a = \"{opens}\\\"\";\nlet b = r#\"{opens}\"#;\nlet c = '(';\nfn f<'a>(x: &'a str) {{}}\nlet d = br\"\\\"; let e = \"{opens}\";\n"
         );
         assert_eq!(check_nesting(&text), Ok(()));
     }

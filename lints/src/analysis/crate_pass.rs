@@ -1073,7 +1073,7 @@ impl<'a> CrateIndex<'a> {
         }
         let mut uses: HashMap<&str, usize> = HashMap::new();
         for text in texts.iter().flatten() {
-            let code = code_only(text);
+            let code = crate::prefilter::without_comments_and_literals(text);
             let mut previous = "";
             let mut rest = code.as_str();
             while let Some(start) = rest.find(|c: char| c.is_alphanumeric() || c == '_') {
@@ -1389,113 +1389,6 @@ impl<'a> CrateIndex<'a> {
     }
 }
 
-/// A source text with its comments (line, block, nested block) and its
-/// string and character literals blanked out, lines kept: a name in a
-/// message or in code commented out (`/* play(..) */`) is no use of it.
-/// Works on bytes: every delimiter is ASCII, and a blanked multi-byte
-/// character becomes as many spaces.
-fn code_only(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out: Vec<u8> = Vec::with_capacity(bytes.len());
-    let blank = |out: &mut Vec<u8>, b: u8| out.push(if b == b'\n' { b'\n' } else { b' ' });
-    let starts_token =
-        |at: usize| at == 0 || !(bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_');
-    // A quoted literal from `i` (its opening quote) to its closing `quote`.
-    let quoted = |out: &mut Vec<u8>, mut i: usize, quote: u8| -> usize {
-        out.push(b' ');
-        i += 1;
-        while i < bytes.len() {
-            let d = bytes[i];
-            blank(out, d);
-            i += 1;
-            if d == b'\\' {
-                if let Some(&e) = bytes.get(i) {
-                    blank(out, e);
-                    i += 1;
-                }
-            } else if d == quote {
-                break;
-            }
-        }
-        i
-    };
-    let mut i = 0;
-    while i < bytes.len() {
-        let c = bytes[i];
-        let next = bytes.get(i + 1).copied();
-        if c == b'/' && next == Some(b'/') {
-            while i < bytes.len() && bytes[i] != b'\n' {
-                out.push(b' ');
-                i += 1;
-            }
-        } else if c == b'/' && next == Some(b'*') {
-            let mut depth = 0usize;
-            while i < bytes.len() {
-                let pair = (bytes[i], bytes.get(i + 1).copied());
-                if pair == (b'/', Some(b'*')) {
-                    depth += 1;
-                } else if pair == (b'*', Some(b'/')) {
-                    depth -= 1;
-                }
-                if matches!(pair, (b'/', Some(b'*')) | (b'*', Some(b'/'))) {
-                    out.extend_from_slice(b"  ");
-                    i += 2;
-                    if depth == 0 {
-                        break;
-                    }
-                } else {
-                    blank(&mut out, bytes[i]);
-                    i += 1;
-                }
-            }
-        } else if c == b'r'
-            && matches!(next, Some(b'"' | b'#'))
-            && (starts_token(i) || i > 0 && bytes[i - 1] == b'b' && starts_token(i - 1))
-            && bytes[i + 1..]
-                .iter()
-                .position(|&h| h != b'#')
-                .is_some_and(|n| bytes[i + 1 + n] == b'"')
-        {
-            // A raw string: `r#"..."#`, closed by the quote and as many `#`.
-            let hashes = bytes[i + 1..].iter().take_while(|&&h| h == b'#').count();
-            out.push(b'r');
-            out.extend(std::iter::repeat_n(b' ', hashes + 1));
-            i += hashes + 2;
-            while i < bytes.len() {
-                if bytes[i] == b'"'
-                    && bytes[i + 1..]
-                        .iter()
-                        .take(hashes)
-                        .filter(|&&h| h == b'#')
-                        .count()
-                        == hashes
-                {
-                    out.extend(std::iter::repeat_n(b' ', hashes + 1));
-                    i += hashes + 1;
-                    break;
-                }
-                blank(&mut out, bytes[i]);
-                i += 1;
-            }
-        } else if c == b'"' {
-            i = quoted(&mut out, i, b'"');
-        } else if c == b'\''
-            && (next == Some(b'\\')
-                || text[i + 1..]
-                    .chars()
-                    .next()
-                    .is_some_and(|ch| bytes.get(i + 1 + ch.len_utf8()) == Some(&b'\'')))
-        {
-            // A character literal (a lifetime has no closing quote).
-            i = quoted(&mut out, i, b'\'');
-        } else {
-            out.push(c);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-}
-
 /// Records a way a function syncs unless it already has one like it;
 /// returns whether anything changed.
 fn offer(syncs: &mut HashMap<FnId, Vec<Chain>>, id: FnId, chain: Chain) -> bool {
@@ -1592,24 +1485,4 @@ fn is_constructor(name: &str) -> bool {
     ) || name.starts_with("new_")
         || name.starts_with("with_")
         || name.starts_with("from_")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::code_only;
-
-    #[test]
-    fn comments_and_literals_are_blanked_and_lines_kept() {
-        let text = "play(); // run(a)\n/* run(b)\n /* nested() */ still() */ go();\nlet s = \"call(\\\"x\\\")\"; f('\"'); g::<'a>(); k('é');\nlet r = r#\"raw(\"q\")\"#; br\"bytes()\"; h(\"né()\");";
-        let code = code_only(text);
-        assert_eq!(code.lines().count(), text.lines().count());
-        let words: Vec<&str> = code
-            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .filter(|w| !w.is_empty())
-            .collect();
-        assert_eq!(
-            words,
-            ["play", "go", "let", "s", "f", "g", "a", "k", "let", "r", "r", "br", "h"]
-        );
-    }
 }
