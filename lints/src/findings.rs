@@ -247,10 +247,20 @@ fn workspace_findings(
                     "`{function}` reads in a loop of steps of its own, reported there: each call runs that loop once"
                 )
             });
+            let generation = call
+                .context
+                .loop_id
+                .is_some_and(|l| levels.get(file, l).generation);
             read.less_often = match (&chain.epoch, &chain.looped) {
-                (Some(function), None) => Some(format!(
+                (Some(function), None) if !generation => Some(format!(
                     "`{function}` runs a loop of steps of its own and reads outside it, once per call: the call is the once-per-epoch level"
                 )),
+                (Some(function), None) => {
+                    read.notes.push(format!(
+                        "`{function}` runs a loop of its own, but this loop hands a model's output on to its next iteration: each iteration is one generation step"
+                    ));
+                    None
+                }
                 _ => None,
             };
             let around = cold_context(&call.context, file, &test_only, uncalled).into_owned();
@@ -302,7 +312,6 @@ fn hot_call_read<'h>(
     // norm) waits that many times per call, so per step here; one whose
     // loop runs steps is reported at that loop.
     if chain.looped_steps
-        || chain.epoch.is_some()
         || chain.periodic.is_some()
         || chain.cold.is_some()
         || chain.reach.is_some()
@@ -310,8 +319,13 @@ fn hot_call_read<'h>(
         return None;
     }
     // Whether the function runs, asked last: it reads every file of the
-    // workspace once.
+    // workspace once. A callee that holds a loop of steps of its own and
+    // reads outside it reads once per epoch, unless a generation loop runs
+    // this function: then once per its step.
     let hot_call = hot((file, f))?;
+    if chain.epoch.is_some() && !hot_call.generation {
+        return None;
+    }
     let at = loop_place(scanned, positions, file, hot_call);
     let mut read = call_read(&chain, call, true);
     read.notes.push(format!(

@@ -312,10 +312,14 @@ impl<'a> CrateIndex<'a> {
         for (file_index, file) in files.iter().enumerate() {
             let facts = file.facts;
             for (fn_index, function) in facts.functions.iter().enumerate() {
-                by_name
-                    .entry(function.name.as_str())
-                    .or_default()
-                    .push((file_index, fn_index));
+                // Calls of the default build resolve among the functions it
+                // compiles (one backend's `impl Tensor`, not the other's).
+                if !function.compiled_out {
+                    by_name
+                        .entry(function.name.as_str())
+                        .or_default()
+                        .push((file_index, fn_index));
+                }
                 if let Some(owner) = &function.owner {
                     local_types.insert(owner.as_str());
                     if function.in_trait {

@@ -191,6 +191,11 @@ pub struct LoopFacts {
     /// The counter of a loop over a range of numbers (`for step in
     /// 0..n`): a branch taken when it equals one value runs once.
     pub counter: Option<String>,
+    /// Its body hands a model's output on to its next iteration: it
+    /// assigns a name bound outside the loop from a model run (`hidden =
+    /// model.forward_one(&next, &mut cache)`). A generation loop: each
+    /// iteration is one step, whatever loops the functions it calls run.
+    pub feeds_back: bool,
 }
 
 /// A syntactic type, classified.
@@ -257,6 +262,9 @@ pub struct FnFacts {
     pub update: bool,
     /// Its body runs a model outside any loop.
     pub forward: bool,
+    /// It sits under a cargo feature the default build leaves off (an
+    /// `impl` for another backend): no call of the default build reaches it.
+    pub compiled_out: bool,
 }
 
 impl FnFacts {

@@ -616,6 +616,7 @@ impl<'a> Walker<'a> {
             return_place: Place::Device,
             update: false,
             forward: false,
+            compiled_out: matches!(cold, Some(Cold::Feature(_))),
         });
         self.next_statement += 1;
         self.fn_state = FnState {

@@ -16,6 +16,11 @@ pub(crate) struct LoopLevel {
     /// Neither the loop nor a loop around it in its function runs a step
     /// (an update or a model): a loop over items, not over steps.
     pub stepless: bool,
+    /// It runs a model and hands its output on to its next iteration (a
+    /// generation loop): each iteration is one step, so a function it
+    /// calls runs once per step even where that function holds a loop of
+    /// its own (an ODE solver's or a sampler's steps within one frame).
+    pub generation: bool,
 }
 
 /// What one loop does, as far as steps go, directly or through calls.
@@ -209,12 +214,15 @@ impl CrateIndex<'_> {
                         // each of its passes first runs whole episodes or
                         // games (a repeating loop of steps): then its one
                         // update per pass is the epoch's, after the play.
-                        let step_loop = steps.update && !steps.encloses_repeating;
                         let (runs_update, runs_forward) = (steps.update, steps.forward);
+                        let generation =
+                            facts.feeds_back && facts.forward && !facts.over_components;
+                        let step_loop = (steps.update && !steps.encloses_repeating) || generation;
                         out.push(LoopLevel {
                             per_epoch: if step_loop { None } else { steps.encloses },
                             request: facts.request && !runs_update,
                             stepless: parent_stepless && !runs_update && !runs_forward,
+                            generation,
                         });
                     }
                     out
@@ -324,6 +332,9 @@ pub(crate) struct HotCall {
     pub caller: FnId,
     /// Where this function's arguments live, in the terms of that caller.
     pub args: Vec<Place>,
+    /// That loop is a generation loop: a function holding a loop of its
+    /// own still runs once per its step, and so does what it calls.
+    pub generation: bool,
 }
 
 impl CrateIndex<'_> {
@@ -378,7 +389,7 @@ impl CrateIndex<'_> {
                 if level.per_epoch.is_some() || level.request || (level.stepless && call.item) {
                     continue;
                 }
-                for callee in self.runs_per_call_in(file, call, levels) {
+                for callee in self.runs_per_call_in(file, call, levels, level.generation) {
                     if hot.contains_key(&callee) {
                         continue;
                     }
@@ -390,6 +401,7 @@ impl CrateIndex<'_> {
                             callee,
                             caller: (file, function),
                             args: args_of(call),
+                            generation: level.generation,
                         },
                     );
                     pending.push(callee);
@@ -399,7 +411,7 @@ impl CrateIndex<'_> {
         while let Some(function) = pending.pop() {
             let origin = hot[&function].clone();
             for call in top_level_calls.get(&function).into_iter().flatten() {
-                for callee in self.runs_per_call_in(function.0, call, levels) {
+                for callee in self.runs_per_call_in(function.0, call, levels, origin.generation) {
                     if hot.contains_key(&callee) {
                         continue;
                     }
@@ -440,15 +452,25 @@ impl CrateIndex<'_> {
     /// a periodic guard (`if t % update_interval == 0`) only those that are
     /// an update themselves count, since each of their calls is one
     /// optimizer step however often it is made; the guarded rest runs
-    /// every N steps.
-    fn runs_per_call_in(&self, file: usize, call: &CallSite, levels: &LoopLevels) -> Vec<FnId> {
+    /// every N steps. `generation`: the loop is a generation loop, whose
+    /// every iteration is one step even where the callee loops.
+    fn runs_per_call_in(
+        &self,
+        file: usize,
+        call: &CallSite,
+        levels: &LoopLevels,
+        generation: bool,
+    ) -> Vec<FnId> {
         let mut callees = self.runs_per_call(file, call);
         if call.context.periodic.is_some() {
             callees.retain(|c| levels.updates.contains(c));
         }
         // A function running a loop of steps of its own is not run per
-        // step: its loop is judged where it is, its other code once per call.
-        callees.retain(|c| !levels.epochs.contains(c));
+        // step: its loop is judged where it is, its other code once per
+        // call. In a generation loop a call is one step all the same.
+        if !generation {
+            callees.retain(|c| !levels.epochs.contains(c));
+        }
         callees
     }
 

@@ -4,9 +4,9 @@
 use super::*;
 use syntax::{
     builds_an_error, counts_components, diverges, drives_requests, driving_tensor_iter,
-    expr_diverges, is_last_step, is_none_pattern, is_one_iteration, is_periodic, is_range,
-    is_self_field_collection, moved_to_device, moves_its_input, runs_an_update,
-    starts_with_request,
+    expr_diverges, flushes_a_buffer, is_last_step, is_none_pattern, is_one_iteration, is_periodic,
+    is_range, is_self_field_collection, moved_to_device, moves_its_input, runs_a_model,
+    runs_an_update, starts_with_request,
 };
 
 impl Walker<'_> {
@@ -40,6 +40,9 @@ impl Walker<'_> {
             }
             Expr::Assign(a) => {
                 let value = self.expr(&a.right);
+                if runs_a_model(&a.right) && self.assigns_from_before_loop(&a.left) {
+                    self.mark_loop(|l| l.feeds_back = true);
+                }
                 match &*a.left {
                     Expr::Path(p) if p.path.segments.len() == 1 && p.qself.is_none() => {
                         self.rebind(&p.path.segments[0].ident.to_string(), value);
@@ -345,7 +348,10 @@ impl Walker<'_> {
         // A guard around the update itself (`if t % train_every == 0 {
         // ..; opt.backward_step(&loss); .. }`) picks the optimizer steps:
         // each run of its block is one step, and its reads run once per step.
-        let periodic = is_periodic(&i.cond) && !runs_an_update(&i.then_branch);
+        // So does a buffer's flush once it holds enough (`if pending.len()
+        // >= target { ..; pending.clear(); }`).
+        let periodic = (is_periodic(&i.cond) || flushes_a_buffer(&i.cond, &i.then_branch))
+            && !runs_an_update(&i.then_branch);
         // `if step == 999` of `for step in 0..1000`: one iteration.
         let counter = self
             .fn_state
@@ -490,6 +496,31 @@ impl Walker<'_> {
             statement_line,
             ..saved
         };
+    }
+
+    /// Whether an assignment's target names (a name, or a tuple of them)
+    /// were bound before the innermost loop: what the assignment stores is
+    /// there for the loop's next iteration.
+    pub(super) fn assigns_from_before_loop(&self, left: &Expr) -> bool {
+        let Some(&loop_scope) = self.fn_state.loop_scopes.last() else {
+            return false;
+        };
+        let before_loop = |name: &str| {
+            self.fn_state
+                .bindings
+                .iter()
+                .rev()
+                .find(|b| b.name == name)
+                .is_some_and(|b| b.depth <= loop_scope)
+        };
+        match left {
+            Expr::Path(p) => p
+                .path
+                .get_ident()
+                .is_some_and(|name| before_loop(&name.to_string())),
+            Expr::Tuple(t) => t.elems.iter().any(|e| self.assigns_from_before_loop(e)),
+            _ => false,
+        }
     }
 
     /// Marks the innermost loop, if there is one.

@@ -406,6 +406,90 @@ pub(super) fn is_periodic(cond: &Expr) -> bool {
     }
 }
 
+/// A buffer's flush: a condition on its length (`pending.len() >=
+/// target`) around a block that empties it (`pending.clear()`,
+/// `pending.drain(..)`, `mem::take(&mut pending)`, `pending = Vec::new()`).
+/// Items pile up on every iteration; the block runs once per so many.
+pub(super) fn flushes_a_buffer(cond: &Expr, then_branch: &syn::Block) -> bool {
+    fn buffer_name(e: &Expr) -> Option<String> {
+        match strip_references(e) {
+            Expr::MethodCall(m) if m.method == "len" && m.args.is_empty() => {
+                buffer_path(&m.receiver)
+            }
+            Expr::Paren(p) => buffer_name(&p.expr),
+            _ => None,
+        }
+    }
+    let names: Vec<String> = match cond {
+        Expr::Binary(b) if matches!(b.op, BinOp::Ge(_) | BinOp::Gt(_) | BinOp::Eq(_)) => {
+            buffer_name(&b.left).into_iter().collect()
+        }
+        Expr::Binary(b) if matches!(b.op, BinOp::Le(_) | BinOp::Lt(_)) => {
+            buffer_name(&b.right).into_iter().collect()
+        }
+        Expr::Paren(p) => return flushes_a_buffer(&p.expr, then_branch),
+        _ => return false,
+    };
+    struct Empties<'n> {
+        names: &'n [String],
+        found: bool,
+    }
+    impl<'ast> syn::visit::Visit<'ast> for Empties<'_> {
+        fn visit_expr_method_call(&mut self, m: &'ast ExprMethodCall) {
+            if matches!(
+                m.method.to_string().as_str(),
+                "clear" | "drain" | "split_off"
+            ) && buffer_path(&m.receiver).is_some_and(|n| self.names.contains(&n))
+            {
+                self.found = true;
+            }
+            syn::visit::visit_expr_method_call(self, m);
+        }
+        fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+            let take = matches!(&*c.func, Expr::Path(p)
+                if p.path.segments.last().is_some_and(|s| s.ident == "take" || s.ident == "replace"));
+            if take
+                && c.args
+                    .first()
+                    .and_then(buffer_path)
+                    .is_some_and(|n| self.names.contains(&n))
+            {
+                self.found = true;
+            }
+            syn::visit::visit_expr_call(self, c);
+        }
+        fn visit_expr_assign(&mut self, a: &'ast syn::ExprAssign) {
+            if buffer_path(&a.left).is_some_and(|n| self.names.contains(&n)) {
+                self.found = true;
+            }
+            syn::visit::visit_expr_assign(self, a);
+        }
+    }
+    if names.is_empty() {
+        return false;
+    }
+    let mut empties = Empties {
+        names: &names,
+        found: false,
+    };
+    syn::visit::Visit::visit_block(&mut empties, then_branch);
+    empties.found
+}
+
+/// A buffer named by a plain name or a chain of fields (`pending`,
+/// `self.pending`), as text.
+fn buffer_path(expr: &Expr) -> Option<String> {
+    match strip_references(expr) {
+        Expr::Path(p) => p.path.get_ident().map(ToString::to_string),
+        Expr::Field(f) => Some(format!(
+            "{}.{}",
+            buffer_path(&f.base)?,
+            quote::ToTokens::to_token_stream(&f.member)
+        )),
+        _ => None,
+    }
+}
+
 /// A condition that picks out the last (or first) iteration of a pass over
 /// the data, once per epoch: an equality with one side off by one
 /// (`batch_idx == n_batches - 1`, `i + 1 == len`), possibly joined with
@@ -711,6 +795,22 @@ pub(super) fn moved_to_device(body: &syn::Block) -> Vec<String> {
     let mut moves = Moves(Vec::new());
     syn::visit::Visit::visit_block(&mut moves, body);
     moves.0
+}
+
+/// Whether an expression runs a model (`model.forward_one(&x, &mut
+/// cache)`, `xs.apply(&net).squeeze()`), outside closures it builds.
+pub(super) fn runs_a_model(expr: &Expr) -> bool {
+    struct Runs(bool);
+    impl<'ast> syn::visit::Visit<'ast> for Runs {
+        fn visit_expr_method_call(&mut self, m: &'ast ExprMethodCall) {
+            self.0 |= is_forward(&m.method.to_string());
+            syn::visit::visit_expr_method_call(self, m);
+        }
+        fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
+    }
+    let mut runs = Runs(false);
+    syn::visit::Visit::visit_expr(&mut runs, expr);
+    runs.0
 }
 
 /// The name a plain name or a chain of its fields starts from.
