@@ -524,6 +524,13 @@ fn judge(
         Some(Cold::DebugLog(name)) if !config.hot.debug_logs => Some(format!(
             "`{name}!` evaluates its arguments only when `{name}` logging is enabled"
         )),
+        Some(Cold::Disabled {
+            condition,
+            otherwise,
+        }) => Some(format!(
+            "runs only when `{condition}` is {}, which the file's constants rule out",
+            !otherwise
+        )),
         Some(Cold::Feature(feature)) => Some(format!(
             "only built with the cargo feature `{feature}`, which `default` does not enable"
         )),

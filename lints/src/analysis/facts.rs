@@ -46,6 +46,15 @@ pub enum Cold {
     /// `Err(..)`, of `panic!` and its kin (`unreachable!`, `bail!`, ...),
     /// and the message of `assert!` or `ensure!`.
     Failure,
+    /// A branch a boolean constant of the file turns off (`if DEBUG { .. }`
+    /// with `const DEBUG: bool = false`, the `else` of `if !SAVE`): no
+    /// build runs it while the constant stays as it is.
+    Disabled {
+        /// The condition, as written.
+        condition: String,
+        /// The branch is the `else`, run when the condition is false.
+        otherwise: bool,
+    },
 }
 
 /// Where in the control flow something happens.

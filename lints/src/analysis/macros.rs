@@ -87,6 +87,11 @@ impl Walker<'_> {
         let Some(name) = mac.path.segments.last().map(|s| s.ident.to_string()) else {
             return Val::Unknown;
         };
+        // A macro imported under another name is that macro.
+        let name = match self.renamed.get(&name) {
+            Some(original) if mac.path.segments.len() == 1 => original.clone(),
+            _ => name,
+        };
         if is_debug_assertion(&name) {
             return self.cold(Cold::DebugAssertion, |w| w.mac_named(mac, name.clone()));
         }

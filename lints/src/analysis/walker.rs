@@ -255,6 +255,11 @@ pub(crate) struct Walker<'a> {
     /// What the walk found.
     pub(crate) facts: FileFacts,
     consts: HashMap<String, Val>,
+    /// The file's boolean constants (`const DEBUG: bool = false`).
+    flags: HashMap<String, bool>,
+    /// Names the file's imports give under another name (`use log::debug
+    /// as log_debug;`), by the name they are called by.
+    pub(crate) renamed: HashMap<String, String>,
     /// The function being walked.
     fn_state: FnState,
     /// Inline `mod` blocks around the item being walked.
@@ -287,6 +292,8 @@ impl<'a> Walker<'a> {
             features,
             facts: FileFacts::default(),
             consts: HashMap::new(),
+            flags: HashMap::new(),
+            renamed: HashMap::new(),
             fn_state: FnState::default(),
             module: Vec::new(),
             item_cold: file_cold,
@@ -304,6 +311,7 @@ impl<'a> Walker<'a> {
             self.item_cold.get_or_insert(cold);
         }
         self.collect_consts(&file.items);
+        collect_renames(&file.items, &mut self.renamed);
         for item in &file.items {
             self.item(item);
         }
@@ -327,6 +335,13 @@ impl<'a> Walker<'a> {
     }
 
     fn remember_const(&mut self, ident: &syn::Ident, expr: &Expr) {
+        if let Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Bool(b),
+            ..
+        }) = expr
+        {
+            self.flags.insert(ident.to_string(), b.value);
+        }
         let value = self.const_val(expr);
         if matches!(value, Val::Device(_)) || value.is_cpu_placement() {
             self.consts.insert(ident.to_string(), value);
@@ -1360,6 +1375,33 @@ impl<'a> Walker<'a> {
     }
 
     /// Walks `walk` as code outside the release hot path, for `reason`.
+    /// The value a condition has whatever runs, where the file's boolean
+    /// constants decide it (`DEBUG`, `!SAVE`, `DEBUG && verbose`).
+    pub(crate) fn constant_truth(&self, cond: &Expr) -> Option<bool> {
+        match cond {
+            Expr::Path(p) if p.qself.is_none() => {
+                let last = p.path.segments.last()?;
+                self.flags.get(&last.ident.to_string()).copied()
+            }
+            Expr::Paren(p) => self.constant_truth(&p.expr),
+            Expr::Group(g) => self.constant_truth(&g.expr),
+            Expr::Unary(u) if matches!(u.op, UnOp::Not(_)) => {
+                self.constant_truth(&u.expr).map(|b| !b)
+            }
+            Expr::Binary(b) => {
+                let (left, right) = (self.constant_truth(&b.left), self.constant_truth(&b.right));
+                match b.op {
+                    BinOp::And(_) if left == Some(false) || right == Some(false) => Some(false),
+                    BinOp::And(_) => left.zip(right).map(|(l, r)| l && r),
+                    BinOp::Or(_) if left == Some(true) || right == Some(true) => Some(true),
+                    BinOp::Or(_) => left.zip(right).map(|(l, r)| l || r),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
     pub(crate) fn cold<T>(&mut self, reason: Cold, walk: impl FnOnce(&mut Self) -> T) -> T {
         let saved = self.fn_state.context.cold.clone();
         if saved.is_none() {
@@ -1368,6 +1410,32 @@ impl<'a> Walker<'a> {
         let value = walk(self);
         self.fn_state.context.cold = saved;
         value
+    }
+}
+
+/// The renames of a file's imports (`use log::debug as log_debug;`), in
+/// inline modules too: the name each is called by, to the imported one.
+fn collect_renames(items: &[Item], out: &mut HashMap<String, String>) {
+    fn tree(t: &syn::UseTree, out: &mut HashMap<String, String>) {
+        match t {
+            syn::UseTree::Path(p) => tree(&p.tree, out),
+            syn::UseTree::Rename(r) if r.rename != "_" => {
+                out.insert(r.rename.to_string(), r.ident.to_string());
+            }
+            syn::UseTree::Group(g) => g.items.iter().for_each(|t| tree(t, out)),
+            _ => {}
+        }
+    }
+    for item in items {
+        match item {
+            Item::Use(u) => tree(&u.tree, out),
+            Item::Mod(m) => {
+                if let Some((_, items)) = &m.content {
+                    collect_renames(items, out);
+                }
+            }
+            _ => {}
+        }
     }
 }
 

@@ -371,6 +371,14 @@ impl Walker<'_> {
                 self.fn_state.context.cold = cfg_macro_cold(&m.mac, self.features);
             }
         }
+        // A branch the file's boolean constants turn off never runs.
+        let truth = self.constant_truth(&i.cond);
+        if truth == Some(false) && self.fn_state.context.cold.is_none() {
+            self.fn_state.context.cold = Some(Cold::Disabled {
+                condition: self.source_of(&*i.cond),
+                otherwise: false,
+            });
+        }
         let then_value = self.block(&i.then_branch);
         self.fn_state.context.cold = saved_cold;
         self.fn_state.context.periodic = saved;
@@ -380,7 +388,15 @@ impl Walker<'_> {
                 // `if let Some(b) = loader.next_batch() { .. } else { .. }`:
                 // the else branch runs once the data ran out.
                 let ran_out = self.data_present(&i.cond);
-                let else_value = self.guarded(ran_out, |w| w.expr(else_expr));
+                let else_value = if truth == Some(true) {
+                    let disabled = Cold::Disabled {
+                        condition: self.source_of(&*i.cond),
+                        otherwise: true,
+                    };
+                    self.cold(disabled, |w| w.guarded(ran_out, |w| w.expr(else_expr)))
+                } else {
+                    self.guarded(ran_out, |w| w.expr(else_expr))
+                };
                 if diverges(&i.then_branch) {
                     else_value
                 } else if expr_diverges(else_expr) {
