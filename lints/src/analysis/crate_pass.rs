@@ -852,6 +852,13 @@ impl<'a> CrateIndex<'a> {
                     self.common_return(&methods, depth)
                 }
             },
+            TypeRef::Forward { owner, name } => match self.resolve_within(owner, from, depth + 1) {
+                Some(TyKind::Named(owner)) if self.local_types.contains(owner.as_str()) => {
+                    let methods = self.methods_of(&owner, name, from);
+                    self.common_return(&methods, depth).or(Some(TyKind::Tensor))
+                }
+                _ => Some(TyKind::Tensor),
+            },
             TypeRef::Output(callee) => match self.resolve_within(callee, from, depth + 1) {
                 Some(TyKind::Callable(output)) => Some(*output),
                 _ => None,

@@ -59,6 +59,15 @@ pub enum TypeRef {
     /// What calling a value returns: a closure or function pointer kept in
     /// a field (`(self.loss)(&logits, &ys)`), decided by the field's type.
     Output(Box<TypeRef>),
+    /// What a model's `forward` returns: a tensor, unless the receiver is a
+    /// crate type whose method of that name returns something else (a
+    /// `Logits` struct with methods of its own).
+    Forward {
+        /// The receiver.
+        owner: Box<TypeRef>,
+        /// The method's name.
+        name: String,
+    },
     /// A type as written in an annotation (`Vec<Block>`, `(f64, Tensor)`).
     Written(TyKind),
     /// Nothing is known.
@@ -241,6 +250,10 @@ pub struct TensorFacts {
     /// Built by `Tensor::from` from a value of this type (a field, a
     /// call's result): 0-dim if the crate pass finds the type is a number.
     pub zero_dim_if: Option<TypeRef>,
+    /// Returned by a model's `forward` called on a crate value
+    /// ([`TypeRef::Forward`]), whose type the crate pass may find returns
+    /// something other than a tensor.
+    pub forward_of: Option<Box<TypeRef>>,
 }
 
 impl TensorFacts {
@@ -410,6 +423,10 @@ impl Val {
     pub fn type_ref(&self) -> TypeRef {
         match self {
             Val::Deferred(t, _) => t.clone(),
+            Val::Tensor(TensorFacts {
+                forward_of: Some(forward),
+                ..
+            }) => (**forward).clone(),
             Val::Tensor(_) => TypeRef::Named("Tensor".into()),
             _ => TypeRef::Unknown,
         }
@@ -426,6 +443,7 @@ impl Val {
                 zero_dim_if: a
                     .zero_dim_if
                     .filter(|ty| b.zero_dim_if.as_ref() == Some(ty)),
+                forward_of: None,
             }),
             // A branch that diverges or is unknown does not make the other
             // branch's tensor less of a tensor, but CPU provenance must hold
@@ -457,6 +475,7 @@ impl Val {
                 scalar: a.scalar && b.scalar,
                 mask: false,
                 zero_dim_if: None,
+                forward_of: None,
             }),
             (Val::Tensor(a), Val::Other) | (Val::Other, Val::Tensor(a)) => {
                 Val::Tensor(TensorFacts {
@@ -761,6 +780,7 @@ pub(crate) fn tensor_method(name: &str, receiver: TensorFacts, args: &[Val]) -> 
         scalar,
         mask,
         zero_dim_if,
+        forward_of: None,
     })
 }
 
@@ -933,6 +953,7 @@ mod tests {
                 scalar: true,
                 mask: false,
                 zero_dim_if: None,
+                forward_of: None,
             })
         );
         assert!(Val::Tuple(vec![Val::Other, Val::Device(Place::Cpu)]).is_cpu_placement());

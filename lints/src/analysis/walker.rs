@@ -1654,6 +1654,7 @@ fn tensor_constructor(name: &str, args: &[Val], first: Option<&Expr>) -> Val {
         scalar,
         mask: false,
         zero_dim_if,
+        forward_of: None,
     })
 }
 

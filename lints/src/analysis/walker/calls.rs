@@ -639,6 +639,7 @@ impl Walker<'_> {
                     scalar: false,
                     mask: true,
                     zero_dim_if: None,
+                    forward_of: None,
                 })
             }
             Val::Unknown | Val::Deferred(..)
@@ -660,6 +661,15 @@ impl Walker<'_> {
                     scalar: is_loss(name),
                     mask: false,
                     zero_dim_if: None,
+                    forward_of: match &receiver {
+                        Val::Deferred(owner, _) if is_forward(name) => {
+                            Some(Box::new(TypeRef::Forward {
+                                owner: Box::new(owner.clone()),
+                                name: name.to_owned(),
+                            }))
+                        }
+                        _ => None,
+                    },
                 })
             }
             Val::Unknown | Val::Deferred(..)
@@ -673,6 +683,7 @@ impl Walker<'_> {
                     scalar: true,
                     mask: false,
                     zero_dim_if: None,
+                    forward_of: None,
                 })
             }
             Val::Unknown | Val::Deferred(..) => {

@@ -105,6 +105,7 @@ impl Walker<'_> {
                         scalar: false,
                         mask,
                         zero_dim_if: None,
+                        forward_of: None,
                     }),
                     Val::Deferred(t, place) => Val::Deferred(
                         TypeRef::Part {
