@@ -372,11 +372,53 @@ impl<'a> CrateIndex<'a> {
                     }
                 }
             }
-            for store in &facts.field_stores {
+            for store in facts.field_stores.iter().filter(|s| s.through.is_empty()) {
                 stores
                     .entry((store.owner.as_str(), store.field.as_str()))
                     .or_default()
                     .push((file_index, store));
+            }
+        }
+        // A store through fields (`self.config.device = d`) is one into the
+        // struct they lead to, by the fields' declared types.
+        for (file_index, file) in files.iter().enumerate() {
+            for store in file
+                .facts
+                .field_stores
+                .iter()
+                .filter(|s| !s.through.is_empty())
+            {
+                let mut owner: &str = store.owner.as_str();
+                for field in &store.through {
+                    let next = structs.get(owner).and_then(|defs| {
+                        let kinds: Vec<&str> = defs
+                            .iter()
+                            .flat_map(|(_, s)| s.fields.iter())
+                            .filter(|(name, _)| name == field)
+                            .filter_map(|(_, kind)| match kind {
+                                TyKind::Named(name) => Some(name.as_str()),
+                                _ => None,
+                            })
+                            .collect();
+                        kinds
+                            .first()
+                            .copied()
+                            .filter(|k| kinds.iter().all(|o| o == k))
+                    });
+                    match next {
+                        Some(next) => owner = next,
+                        None => {
+                            owner = "";
+                            break;
+                        }
+                    }
+                }
+                if !owner.is_empty() {
+                    stores
+                        .entry((owner, store.field.as_str()))
+                        .or_default()
+                        .push((file_index, store));
+                }
             }
         }
         CrateIndex {

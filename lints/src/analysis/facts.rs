@@ -324,6 +324,10 @@ pub struct FieldStore {
     pub empty: bool,
     /// The function that stores it (its parameters place the value).
     pub function: Option<usize>,
+    /// Fields of `owner` that lead to the struct stored into, outermost
+    /// first (`self.config.device = d` in a builder: `config`), followed
+    /// by the crate pass through the fields' declared types.
+    pub through: Vec<String>,
 }
 
 /// A type alias of a type tch converts tensors into

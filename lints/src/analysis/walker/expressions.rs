@@ -6,7 +6,7 @@ use syntax::{
     builds_an_error, counts_components, diverges, drives_requests, driving_tensor_iter,
     expr_diverges, flushes_a_buffer, is_last_step, is_none_pattern, is_one_iteration, is_periodic,
     is_range, is_self_field_collection, moved_to_device, moves_its_input, runs_a_model,
-    runs_an_update, starts_with_request,
+    runs_an_update, self_fields, starts_with_request,
 };
 
 impl Walker<'_> {
@@ -49,6 +49,11 @@ impl Walker<'_> {
                     }
                     Expr::Field(f) if is_self(&f.base) => {
                         self.store_field(None, &f.member, &value);
+                    }
+                    // `self.config.device = device` (a builder's setter).
+                    Expr::Field(f) if self_fields(&f.base).is_some() => {
+                        let through = self_fields(&f.base).unwrap_or_default();
+                        self.store_field_through(None, through, &f.member, &value);
                     }
                     left => {
                         self.expr(left);
@@ -301,11 +306,24 @@ impl Walker<'_> {
             place: value.place(),
             empty: *value == Val::Other,
             function: self.fn_state.context.function,
+            through: Vec::new(),
         });
     }
 
     /// Records `owner.field = value` (`owner` defaults to `Self`).
     pub(super) fn store_field(&mut self, owner: Option<String>, member: &Member, value: &Val) {
+        self.store_field_through(owner, Vec::new(), member, value);
+    }
+
+    /// Records `owner.a.b.field = value`: a store into the struct that the
+    /// fields `through` (`a`, `b`) of `owner` lead to.
+    pub(super) fn store_field_through(
+        &mut self,
+        owner: Option<String>,
+        through: Vec<String>,
+        member: &Member,
+        value: &Val,
+    ) {
         let Some(owner) = owner.or_else(|| self.fn_state.self_ty.clone()) else {
             return;
         };
@@ -319,6 +337,7 @@ impl Walker<'_> {
             place: value.place(),
             empty: *value == Val::Other,
             function: self.fn_state.context.function,
+            through,
         });
     }
 

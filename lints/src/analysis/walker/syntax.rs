@@ -813,6 +813,28 @@ pub(super) fn runs_a_model(expr: &Expr) -> bool {
     runs.0
 }
 
+/// The named fields of `self` a chain of them goes through
+/// (`self.config.inner`: `config`, `inner`); `None` unless it starts at
+/// `self` and goes through one field or more.
+pub(super) fn self_fields(expr: &Expr) -> Option<Vec<String>> {
+    match expr {
+        Expr::Field(f) => {
+            let Member::Named(name) = &f.member else {
+                return None;
+            };
+            let mut path = if is_self(&f.base) {
+                Vec::new()
+            } else {
+                self_fields(&f.base)?
+            };
+            path.push(name.to_string());
+            Some(path)
+        }
+        Expr::Paren(p) => self_fields(&p.expr),
+        _ => None,
+    }
+}
+
 /// The name a plain name or a chain of its fields starts from.
 fn field_root(expr: &Expr) -> Option<String> {
     match strip_references(expr) {
