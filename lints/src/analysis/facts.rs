@@ -200,6 +200,11 @@ pub struct LoopFacts {
     /// The counter of a loop over a range of numbers (`for step in
     /// 0..n`): a branch taken when it equals one value runs once.
     pub counter: Option<String>,
+    /// It walks over parallel environments (`for i in 0..num_envs`, `for
+    /// env in envs.iter_mut()`): its iterations together are one step of
+    /// every environment, so the steps it runs are those of the loop
+    /// around it, which stays the step loop.
+    pub over_environments: bool,
     /// Its body hands a model's output on to its next iteration: it
     /// assigns a name bound outside the loop from a model run (`hidden =
     /// model.forward_one(&next, &mut cache)`). A generation loop: each

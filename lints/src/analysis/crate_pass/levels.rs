@@ -283,6 +283,13 @@ impl CrateIndex<'_> {
             let inner = steps[id];
             let child = &facts.loops[id];
             let runs_forward = inner.forward && !child.over_components;
+            // A pass over parallel environments is one step of each: its
+            // steps are the loop around it's own.
+            if let (Some(parent), true) = (child.parent, child.over_environments) {
+                steps[parent].update |= inner.update;
+                steps[parent].forward |= runs_forward;
+                continue;
+            }
             if let (Some(parent), true) = (
                 child.parent,
                 child.statement

@@ -3,10 +3,10 @@
 
 use super::*;
 use syntax::{
-    builds_an_error, counts_components, diverges, drives_requests, driving_tensor_iter,
-    expr_diverges, flushes_a_buffer, is_last_step, is_none_pattern, is_one_iteration, is_periodic,
-    is_range, is_self_field_collection, moved_to_device, moves_its_input, runs_a_model,
-    runs_an_update, self_fields, starts_with_request,
+    builds_an_error, counts_components, counts_environments, diverges, drives_requests,
+    driving_tensor_iter, expr_diverges, flushes_a_buffer, is_last_step, is_none_pattern,
+    is_one_iteration, is_periodic, is_range, is_self_field_collection, moved_to_device,
+    moves_its_input, runs_a_model, runs_an_update, self_fields, starts_with_request,
 };
 
 impl Walker<'_> {
@@ -468,6 +468,9 @@ impl Walker<'_> {
             self.mark_loop(|l| l.over_components = true);
         } else if is_range(&f.expr) {
             self.mark_loop(|l| l.repeats = true);
+        }
+        if counts_environments(&f.expr) {
+            self.mark_loop(|l| l.over_environments = true);
         }
         if let (true, Pat::Ident(counter)) = (is_range(&f.expr), &*f.pat) {
             let counter = counter.ident.to_string();

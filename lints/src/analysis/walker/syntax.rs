@@ -76,6 +76,24 @@ pub(super) fn counts_components(iterable: &Expr) -> bool {
             .any(|w| matches!(*w, "size" | "len" | "length"))
 }
 
+/// Whether an iterated expression walks over parallel environments: a
+/// range up to their number (`0..NUM_ENVS`, `0..self.n_envs`,
+/// `0..envs.len()`) or the environments themselves (`envs.iter_mut()`,
+/// `&mut self.envs`).
+pub(super) fn counts_environments(iterable: &Expr) -> bool {
+    let text = quote::ToTokens::to_token_stream(match iterable {
+        Expr::Range(r) => match r.end.as_deref() {
+            Some(end) => end,
+            None => return false,
+        },
+        other => other,
+    })
+    .to_string()
+    .to_lowercase();
+    text.split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|w| matches!(w, "env" | "envs" | "environments"))
+}
+
 /// Whether an iterated expression is a collection held in a field of `self`
 /// (`&self.layers`, `self.heads.iter()`, `self.encoders.iter().enumerate()`).
 pub(super) fn is_self_field_collection(expr: &Expr) -> bool {
@@ -238,6 +256,9 @@ pub(super) fn is_range(iterable: &Expr) -> bool {
 /// Whether a loop's condition or iterable takes the next request
 /// (`receiver.recv()`, `listener.incoming()`).
 pub(super) fn drives_requests(expr: &Expr) -> bool {
+    if reads_a_line(expr) {
+        return true;
+    }
     match expr {
         Expr::MethodCall(m) => {
             is_request_source(&m.method.to_string()) || drives_requests(&m.receiver)
@@ -257,12 +278,48 @@ pub(super) fn drives_requests(expr: &Expr) -> bool {
 /// the loop runs once per incoming request, like `while let Ok(msg) =
 /// rx.recv()`.
 pub(super) fn starts_with_request(body: &syn::Block) -> bool {
-    match body.stmts.first() {
-        Some(syn::Stmt::Local(local)) => local
+    let takes = |stmt: &syn::Stmt| match stmt {
+        syn::Stmt::Local(local) => local
             .init
             .as_ref()
             .is_some_and(|init| drives_requests(&init.expr)),
-        Some(syn::Stmt::Expr(expr, _)) => drives_requests(expr),
+        syn::Stmt::Expr(expr, _) => drives_requests(expr),
+        _ => false,
+    };
+    // A prompt's line read from standard input, after printing the prompt
+    // (`print!(..); stdout().flush()?; stdin().read_line(&mut line)?`).
+    body.stmts.first().is_some_and(takes)
+        || body.stmts.iter().any(|stmt| match stmt {
+            syn::Stmt::Local(local) => local.init.as_ref().is_some_and(|i| reads_a_line(&i.expr)),
+            syn::Stmt::Expr(expr, _) => reads_a_line(expr),
+            _ => false,
+        })
+}
+
+/// Whether an expression reads from standard input (`io::stdin().read_line(
+/// &mut line)?`, `stdin.lock().lines()`): each line the user types is one
+/// request.
+fn reads_a_line(expr: &Expr) -> bool {
+    fn from_stdin(expr: &Expr) -> bool {
+        match expr {
+            Expr::Call(c) => matches!(&*c.func, Expr::Path(p)
+                if p.path.segments.last().is_some_and(|s| s.ident == "stdin")),
+            Expr::MethodCall(m) => m.method == "lock" && from_stdin(&m.receiver),
+            Expr::Path(p) => p.path.is_ident("stdin"),
+            _ => false,
+        }
+    }
+    match expr {
+        Expr::MethodCall(m) => {
+            (matches!(
+                m.method.to_string().as_str(),
+                "read_line" | "lines" | "read_to_string"
+            ) && from_stdin(&m.receiver))
+                || reads_a_line(&m.receiver)
+        }
+        Expr::Try(t) => reads_a_line(&t.expr),
+        Expr::Paren(p) => reads_a_line(&p.expr),
+        Expr::Let(l) => reads_a_line(&l.expr),
         _ => false,
     }
 }
