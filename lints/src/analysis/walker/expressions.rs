@@ -3,10 +3,11 @@
 
 use super::*;
 use syntax::{
-    builds_an_error, counts_components, counts_environments, diverges, drives_requests,
-    driving_tensor_iter, expr_diverges, flushes_a_buffer, is_last_step, is_none_pattern,
-    is_one_iteration, is_periodic, is_range, is_self_field_collection, moved_to_device,
-    moves_its_input, runs_a_model, runs_an_update, self_fields, starts_with_request,
+    asks_a_schedule, builds_an_error, counts_components, counts_environments, diverges,
+    drives_requests, driving_tensor_iter, expr_diverges, flushes_a_buffer, is_last_step,
+    is_none_pattern, is_one_iteration, is_periodic, is_range, is_self_field_collection,
+    moved_to_device, moves_its_input, runs_a_model, runs_an_update, self_fields,
+    starts_with_request,
 };
 
 impl Walker<'_> {
@@ -370,14 +371,17 @@ impl Walker<'_> {
         // each run of its block is one step, and its reads run once per step.
         // So does a buffer's flush once it holds enough (`if pending.len()
         // >= target { ..; pending.clear(); }`).
-        let periodic = (is_periodic(&i.cond) || flushes_a_buffer(&i.cond, &i.then_branch))
-            && !runs_an_update(&i.then_branch);
         // `if step == 999` of `for step in 0..1000`: one iteration.
         let counter = self
             .fn_state
             .context
             .loop_id
             .and_then(|id| self.facts.loops[id].counter.as_deref());
+        // So does a schedule asked by name (`if should_eval(step, ..)`).
+        let periodic = (is_periodic(&i.cond)
+            || flushes_a_buffer(&i.cond, &i.then_branch)
+            || (self.fn_state.context.loop_id.is_some() && asks_a_schedule(&i.cond)))
+            && !runs_an_update(&i.then_branch);
         let once = counter.is_some_and(|counter| is_one_iteration(&i.cond, counter));
         let guard = (periodic || once || is_last_step(&i.cond) || ran_out)
             .then(|| self.source_of(&*i.cond));

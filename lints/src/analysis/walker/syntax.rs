@@ -463,6 +463,31 @@ pub(super) fn is_periodic(cond: &Expr) -> bool {
     }
 }
 
+/// A schedule asked by name about the step (`should_eval(step, total,
+/// every)`, `self.should_log(step + 1)`, `is_eval_step(i)`): a predicate
+/// whose name says it holds on some steps only, given the step, possibly
+/// joined with `&&` to anything.
+pub(super) fn asks_a_schedule(cond: &Expr) -> bool {
+    fn scheduled(name: &str) -> bool {
+        name.starts_with("should_")
+            || (name.starts_with("is_") && name.ends_with("_step"))
+            || name.ends_with("_due")
+    }
+    match cond {
+        Expr::Call(c) => {
+            matches!(&*c.func, Expr::Path(p)
+                if p.path.segments.last().is_some_and(|s| scheduled(&s.ident.to_string())))
+                && !c.args.is_empty()
+        }
+        Expr::MethodCall(m) => scheduled(&m.method.to_string()) && !m.args.is_empty(),
+        Expr::Binary(b) if matches!(b.op, BinOp::And(_)) => {
+            asks_a_schedule(&b.left) || asks_a_schedule(&b.right)
+        }
+        Expr::Paren(p) => asks_a_schedule(&p.expr),
+        _ => false,
+    }
+}
+
 /// A buffer's flush: a condition on its length (`pending.len() >=
 /// target`) around a block that empties it (`pending.clear()`,
 /// `pending.drain(..)`, `mem::take(&mut pending)`, `pending = Vec::new()`).
