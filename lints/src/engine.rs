@@ -171,6 +171,7 @@ fn run(
         Ok(pool) => pool.install(work),
         Err(_) => work(),
     };
+    crate::compiled_out::mark(&mut scanned);
     let mut report = Report {
         files_scanned: scanned.iter().filter(|s| s.read).count(),
         files_parsed: scanned.iter().filter(|s| s.facts.is_some()).count(),

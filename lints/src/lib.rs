@@ -17,6 +17,7 @@
 
 mod analysis;
 pub mod cli;
+mod compiled_out;
 pub mod config;
 mod engine;
 pub mod exit;

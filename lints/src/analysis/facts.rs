@@ -281,6 +281,27 @@ pub struct FnFacts {
     pub compiled_out: bool,
 }
 
+impl FileFacts {
+    /// Puts everything the file holds outside the release hot path, for
+    /// `cold` (its module is declared behind a cfg that is off), where
+    /// nothing closer already does.
+    pub(crate) fn make_cold(&mut self, cold: &Cold) {
+        for context in self
+            .sites
+            .iter_mut()
+            .map(|s| &mut s.context)
+            .chain(self.calls.iter_mut().map(|c| &mut c.context))
+        {
+            context.cold.get_or_insert_with(|| cold.clone());
+        }
+        if matches!(cold, Cold::Feature(_)) {
+            for function in &mut self.functions {
+                function.compiled_out = true;
+            }
+        }
+    }
+}
+
 impl FnFacts {
     /// `Owner::name` or `name`.
     pub fn display_name(&self) -> String {

@@ -23,10 +23,10 @@ pub struct Features {
 
 impl Features {
     /// The features enabled by default according to a `Cargo.toml`'s text,
-    /// plus `extra`, plus those that enable an optional `tch` dependency:
-    /// code behind them is the crate's tch code, which runs whenever the
-    /// crate trains or infers with tch at all. A manifest that does not
-    /// parse enables only `extra`.
+    /// plus `extra`: what `cargo build --release` compiles, as clippy lints
+    /// it. A feature that enables an optional `tch` is no exception; a crate
+    /// whose tch code sits behind one names it in `extra` (`[lint.hot]
+    /// features`). A manifest that does not parse enables only `extra`.
     pub fn from_manifest(text: &str, extra: &[String]) -> Features {
         let mut enabled: BTreeSet<String> = extra.iter().cloned().collect();
         let table = toml::from_str::<toml::Table>(text).ok();
@@ -36,23 +36,6 @@ impl Features {
             .and_then(toml::Value::as_table);
         let mut pending: Vec<String> = vec!["default".into()];
         pending.extend(extra.iter().cloned());
-        if table.as_ref().is_some_and(optional_tch) {
-            // Without a `dep:tch` entry anywhere, cargo makes the optional
-            // dependency a feature of its own name.
-            pending.push(TCH.into());
-            enabled.insert(TCH.into());
-            for (name, list) in features.into_iter().flatten() {
-                let enables_tch = list.as_array().is_some_and(|entries| {
-                    entries
-                        .iter()
-                        .filter_map(toml::Value::as_str)
-                        .any(names_tch)
-                });
-                if enables_tch && enabled.insert(name.clone()) {
-                    pending.push(name.clone());
-                }
-            }
-        }
         while let Some(name) = pending.pop() {
             let Some(list) = features
                 .and_then(|f| f.get(&name))
@@ -83,28 +66,6 @@ impl Features {
     fn has(&self, name: &str) -> bool {
         self.enabled.contains(name)
     }
-}
-
-/// The dependency the lint is about.
-const TCH: &str = "tch";
-
-/// Whether a manifest declares `tch` as an optional dependency.
-fn optional_tch(manifest: &toml::Table) -> bool {
-    manifest
-        .get("dependencies")
-        .and_then(toml::Value::as_table)
-        .and_then(|deps| deps.get(TCH))
-        .and_then(|dep| dep.get("optional"))
-        .and_then(toml::Value::as_bool)
-        .unwrap_or(false)
-}
-
-/// Whether a feature's entry enables the `tch` dependency (`dep:tch`, `tch`,
-/// `tch/cuda`; not `tch?/cuda`, which only adds to it once enabled).
-fn names_tch(entry: &str) -> bool {
-    entry == TCH
-        || entry.strip_prefix("dep:") == Some(TCH)
-        || entry.split_once('/').is_some_and(|(dep, _)| dep == TCH)
 }
 
 /// Why the items these attributes apply to are not in a release hot path:
@@ -255,7 +216,7 @@ mod tests {
     }
 
     #[test]
-    fn features_that_enable_an_optional_tch_are_taken_as_enabled() {
+    fn a_feature_that_enables_an_optional_tch_is_off_unless_named() {
         let manifest = r#"
             [package]
             name = "x"
@@ -263,16 +224,12 @@ mod tests {
             tch = { version = "0.17", optional = true }
             [features]
             torch = ["dep:tch", "images"]
-            gpu = ["tch/cuda"]
             images = []
-            onnx = ["dep:ort"]
-            later = ["tch?/cuda"]
         "#;
         let features = Features::from_manifest(manifest, &[]);
-        assert!(features.has("torch") && features.has("images") && features.has("gpu"));
-        assert!(!features.has("onnx") && !features.has("later"));
-        let required = manifest.replace("optional = true", "optional = false");
-        assert!(!Features::from_manifest(&required, &[]).has("torch"));
+        assert!(!features.has("torch") && !features.has("images"));
+        let named = Features::from_manifest(manifest, &["torch".into()]);
+        assert!(named.has("torch") && named.has("images"));
     }
 
     #[test]
