@@ -22,7 +22,7 @@ pub(crate) fn mark(scanned: &mut [Scanned<'_>]) {
         .enumerate()
         .map(|(i, s)| (s.path.clone(), i))
         .collect();
-    let mut declared: HashMap<PathBuf, Vec<(String, Option<Cold>)>> = HashMap::new();
+    let mut texts: HashMap<PathBuf, Option<String>> = HashMap::new();
     for i in 0..scanned.len() {
         let Some(facts) = &scanned[i].facts else {
             continue;
@@ -31,13 +31,7 @@ pub(crate) fn mark(scanned: &mut [Scanned<'_>]) {
             continue;
         }
         let features = scanned[i].placement.features.clone();
-        let cold = cold_module(
-            &scanned[i].path,
-            &features,
-            scanned,
-            &by_path,
-            &mut declared,
-        );
+        let cold = cold_module(&scanned[i].path, &features, scanned, &by_path, &mut texts);
         if let (Some(cold), Some(facts)) = (cold, &mut scanned[i].facts) {
             facts.make_cold(&cold);
         }
@@ -51,7 +45,7 @@ fn cold_module(
     features: &Features,
     scanned: &[Scanned<'_>],
     by_path: &HashMap<PathBuf, usize>,
-    declared: &mut HashMap<PathBuf, Vec<(String, Option<Cold>)>>,
+    texts: &mut HashMap<PathBuf, Option<String>>,
 ) -> Option<Cold> {
     let mut current = path.to_path_buf();
     for _ in 0..MAX_LEVELS {
@@ -75,51 +69,162 @@ fn cold_module(
         }
         let mut declaring = None;
         for candidate in candidates {
-            let decls = declared
+            let text = texts
                 .entry(candidate.clone())
-                .or_insert_with(|| declarations(&candidate, features, scanned, by_path));
-            if let Some((_, cold)) = decls.iter().find(|(n, _)| *n == name) {
-                if cold.is_some() {
-                    return cold.clone();
-                }
-                declaring = Some(candidate);
-                break;
+                .or_insert_with(|| text_of(&candidate, scanned, by_path));
+            let Some(found) = text.as_deref().and_then(|t| declaration(t, &name)) else {
+                continue;
+            };
+            if let Some(cold) = attributes_cold(&found, &name, features) {
+                return Some(cold);
             }
+            declaring = Some(candidate);
+            break;
         }
         current = declaring?;
     }
     None
 }
 
-/// The `mod name;` declarations of a file, each with why it is not
-/// compiled, if it is not; none where the file cannot be read or parsed.
-fn declarations(
+/// A file's text: kept from the walk, or read from disk (not over 4 MiB).
+fn text_of(
     path: &Path,
-    features: &Features,
     scanned: &[Scanned<'_>],
     by_path: &HashMap<PathBuf, usize>,
-) -> Vec<(String, Option<Cold>)> {
-    let kept = by_path
+) -> Option<String> {
+    by_path
         .get(path)
-        .and_then(|&i| scanned[i].text().map(str::to_owned));
-    let Some(text) = kept.or_else(|| {
-        std::fs::metadata(path)
-            .ok()
-            .filter(|m| m.is_file() && m.len() <= 4 << 20)
-            .and_then(|_| std::fs::read_to_string(path).ok())
-    }) else {
-        return Vec::new();
-    };
-    let Ok(file) = syn::parse_file(&text) else {
-        return Vec::new();
-    };
-    file.items
-        .iter()
-        .filter_map(|item| match item {
-            syn::Item::Mod(m) if m.content.is_none() => {
-                Some((m.ident.to_string(), attrs_cold(&m.attrs, features)))
-            }
-            _ => None,
+        .and_then(|&i| scanned[i].text().map(str::to_owned))
+        .or_else(|| {
+            std::fs::metadata(path)
+                .ok()
+                .filter(|m| m.is_file() && m.len() <= 4 << 20)
+                .and_then(|_| std::fs::read_to_string(path).ok())
         })
-        .collect()
+}
+
+/// The attributes of a `mod name;` declaration of a file, on the lines
+/// right above it or before it on its line (empty where it has none);
+/// `None` where the file declares no such module.
+fn declaration(text: &str, name: &str) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut inline = String::new();
+    let at = lines.iter().position(|line| {
+        // `#[cfg(test)] mod tests;`: attributes on the line itself.
+        let mut rest = line.trim_start();
+        inline.clear();
+        while rest.starts_with("#[") {
+            let Some(end) = closing_bracket(rest) else {
+                return false;
+            };
+            inline.push_str(&rest[..=end]);
+            inline.push('\n');
+            rest = rest[end + 1..].trim_start();
+        }
+        let rest = rest
+            .strip_prefix("pub(crate) ")
+            .or_else(|| rest.strip_prefix("pub(super) "))
+            .or_else(|| rest.strip_prefix("pub "))
+            .unwrap_or(rest);
+        rest.strip_prefix("mod ")
+            .and_then(|rest| rest.trim_start().strip_prefix(name))
+            .is_some_and(|rest| rest.trim_start().starts_with(';'))
+    })?;
+    let above: Vec<&str> = lines[..at]
+        .iter()
+        .rev()
+        .map(|l| l.trim())
+        .take_while(|l| only_attributes(l) || l.starts_with("//"))
+        .filter(|l| l.starts_with("#["))
+        .collect();
+    let mut attributes = above.into_iter().rev().collect::<Vec<_>>().join("\n");
+    if !attributes.is_empty() {
+        attributes.push('\n');
+    }
+    attributes.push_str(&inline);
+    Some(attributes)
+}
+
+/// Whether a line holds attributes and nothing else (`#[cfg(test)]`, not
+/// `#[cfg(test)] mod tests;`).
+fn only_attributes(line: &str) -> bool {
+    let mut rest = line.trim();
+    if !rest.starts_with("#[") {
+        return false;
+    }
+    while rest.starts_with("#[") {
+        let Some(end) = closing_bracket(rest) else {
+            return false;
+        };
+        rest = rest[end + 1..].trim_start();
+    }
+    rest.is_empty()
+}
+
+/// The index of the `]` that closes the attribute `text` starts with.
+fn closing_bracket(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, c) in text.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Why a module declared under these attributes is not compiled, if it is
+/// not.
+fn attributes_cold(attributes: &str, name: &str, features: &Features) -> Option<Cold> {
+    if attributes.is_empty() {
+        return None;
+    }
+    let file = syn::parse_file(&format!("{attributes}\nmod {name};")).ok()?;
+    match file.items.first()? {
+        syn::Item::Mod(m) => attrs_cold(&m.attrs, features),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn declarations_carry_the_attributes_above_and_before_them() {
+        let text = "//! Root.\n#[cfg(feature = \"cuda\")]\n// the GPU path\npub(crate) mod cuda;\n\
+                    #[cfg(test)] mod tests;\nmod train;\n";
+        assert_eq!(
+            declaration(text, "cuda").as_deref(),
+            Some("#[cfg(feature = \"cuda\")]\n")
+        );
+        assert_eq!(
+            declaration(text, "tests").as_deref(),
+            Some("#[cfg(test)]\n")
+        );
+        assert_eq!(declaration(text, "train").as_deref(), Some(""));
+        assert_eq!(declaration(text, "missing"), None);
+        assert_eq!(declaration("mod trainer;\n", "train"), None);
+        let features = Features::only(&[]);
+        assert_eq!(
+            attributes_cold("#[cfg(feature = \"cuda\")]", "cuda", &features),
+            Some(Cold::Feature("cuda".into()))
+        );
+        assert_eq!(
+            attributes_cold("#[cfg(test)]\n", "tests", &features),
+            Some(Cold::Test)
+        );
+        assert_eq!(attributes_cold("", "train", &features), None);
+        let on = Features::only(&["cuda".into()]);
+        assert_eq!(
+            attributes_cold("#[cfg(feature = \"cuda\")]", "cuda", &on),
+            None
+        );
+    }
 }

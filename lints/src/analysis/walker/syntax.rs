@@ -81,17 +81,30 @@ pub(super) fn counts_components(iterable: &Expr) -> bool {
 /// `0..envs.len()`) or the environments themselves (`envs.iter_mut()`,
 /// `&mut self.envs`).
 pub(super) fn counts_environments(iterable: &Expr) -> bool {
-    let text = quote::ToTokens::to_token_stream(match iterable {
-        Expr::Range(r) => match r.end.as_deref() {
-            Some(end) => end,
-            None => return false,
-        },
-        other => other,
-    })
-    .to_string()
-    .to_lowercase();
-    text.split(|c: char| !c.is_ascii_alphanumeric())
-        .any(|w| matches!(w, "env" | "envs" | "environments"))
+    fn names(expr: &Expr) -> bool {
+        match expr {
+            Expr::Path(p) => p.path.segments.iter().any(|s| environments(&s.ident)),
+            Expr::Field(f) => {
+                matches!(&f.member, Member::Named(n) if environments(n)) || names(&f.base)
+            }
+            Expr::MethodCall(m) => environments(&m.method) || names(&m.receiver),
+            Expr::Reference(r) => names(&r.expr),
+            Expr::Paren(p) => names(&p.expr),
+            Expr::Cast(c) => names(&c.expr),
+            _ => false,
+        }
+    }
+    fn environments(ident: &syn::Ident) -> bool {
+        ident
+            .to_string()
+            .to_lowercase()
+            .split('_')
+            .any(|w| matches!(w, "env" | "envs" | "environments"))
+    }
+    match iterable {
+        Expr::Range(r) => r.end.as_deref().is_some_and(names),
+        other => names(other),
+    }
 }
 
 /// Whether an iterated expression is a collection held in a field of `self`

@@ -2,8 +2,7 @@
 
 #[cfg(feature = "cuda")]
 mod cuda_backend;
-#[cfg(test)]
-mod tests;
+#[cfg(test)] mod tests;
 mod train;
 
 fn main() {
