@@ -198,6 +198,9 @@ struct FnState {
     binding_parts: bool,
     /// Bindings being made hold the next item of an iterator or loader.
     binding_next: bool,
+    /// Bindings being made hold what a function computes here
+    /// (`create_mask(&ids[i])`), not a value taken out of a collection.
+    binding_computed: bool,
     /// The length of `bindings` at the start of each open scope.
     scopes: Vec<usize>,
     /// Where the walk is: function, loop, periodic guard, statement.
@@ -244,6 +247,9 @@ struct Binding {
     /// Bound to the next item of an iterator or loader (`it.next()`),
     /// `None` when the data ran out.
     next: bool,
+    /// Bound to what a free function computes in this iteration
+    /// (`create_mask(&ids[i])`): a value made here, not an item.
+    computed: bool,
 }
 
 /// Walks one parsed file.
@@ -737,6 +743,7 @@ impl<'a> Walker<'a> {
         let item = self.fn_state.binding_items;
         let part = self.fn_state.binding_parts;
         let next = self.fn_state.binding_next;
+        let computed = self.fn_state.binding_computed;
         self.fn_state.bindings.push(Binding {
             name,
             value,
@@ -744,6 +751,7 @@ impl<'a> Walker<'a> {
             item,
             part,
             next,
+            computed,
         });
     }
 
@@ -959,7 +967,9 @@ impl<'a> Walker<'a> {
                     .is_some_and(|b| {
                         b.depth > loop_scope
                             && !b.part
-                            && (b.item || !matches!(b.value, Val::Tensor(_) | Val::Tensors { .. }))
+                            && (b.item
+                                || !(b.computed
+                                    || matches!(b.value, Val::Tensor(_) | Val::Tensors { .. })))
                     })
             })
         };
@@ -1103,6 +1113,7 @@ impl<'a> Walker<'a> {
         }
         self.fn_state.binding_parts = self.holds_parts(&init.expr);
         self.fn_state.binding_next = takes_next(&init.expr);
+        self.fn_state.binding_computed = computes(&init.expr);
         // `let batch = batch?;`: the same item, renamed.
         let value = if rebinds_a_name(&init.expr) {
             self.host_until_moved(&local.pat, value)
@@ -1121,6 +1132,7 @@ impl<'a> Walker<'a> {
         self.bind_pat(&local.pat, value);
         self.fn_state.binding_parts = false;
         self.fn_state.binding_next = false;
+        self.fn_state.binding_computed = false;
     }
 
     /// Whether an expression is the next item of an iterator or loader,
@@ -1410,6 +1422,26 @@ impl<'a> Walker<'a> {
         let value = walk(self);
         self.fn_state.context.cold = saved;
         value
+    }
+}
+
+/// Whether an initialiser is what a free function computes
+/// (`create_mask(&ids[i], len)`, behind `?`, `unwrap` or `expect`), rather
+/// than a value taken out of a collection or a constructor's (`Some(..)`,
+/// `Batch(..)`).
+fn computes(init: &Expr) -> bool {
+    match init {
+        Expr::Try(t) => computes(&t.expr),
+        Expr::MethodCall(m) if matches!(m.method.to_string().as_str(), "unwrap" | "expect") => {
+            computes(&m.receiver)
+        }
+        Expr::Call(c) => matches!(&*c.func, Expr::Path(p)
+        if p.path.segments.last().is_some_and(|s| {
+            s.ident.to_string().starts_with(|c: char| c.is_ascii_lowercase())
+        })),
+        // `if let Some(w) = &weights { Some(w[i].slice(..)) } else { None }`.
+        Expr::If(_) | Expr::Match(_) => true,
+        _ => false,
     }
 }
 
