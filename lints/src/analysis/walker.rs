@@ -34,9 +34,8 @@ mod syntax;
 
 pub(crate) use syntax::first_span;
 use syntax::{
-    diverges, expr_attrs, is_part, is_self, is_some_pattern, param_of, path_has_segment,
-    rebinds_a_name, root_ident, set_on_device, splits_a_tensor, strip_references, takes_next,
-    type_args, type_name,
+    diverges, expr_attrs, is_part, is_some_pattern, param_of, path_has_segment, rebinds_a_name,
+    root_ident, set_on_device, splits_a_tensor, strip_references, takes_next, type_args, type_name,
 };
 
 /// How deep the walker follows nested expressions before giving up on the
@@ -1386,7 +1385,6 @@ impl<'a> Walker<'a> {
         self.lookup(name).cloned().unwrap_or(Val::Unknown)
     }
 
-    /// Walks `walk` as code outside the release hot path, for `reason`.
     /// The value a condition has whatever runs, where the file's boolean
     /// constants decide it (`DEBUG`, `!SAVE`, `DEBUG && verbose`).
     pub(crate) fn constant_truth(&self, cond: &Expr) -> Option<bool> {
@@ -1414,6 +1412,7 @@ impl<'a> Walker<'a> {
         }
     }
 
+    /// Walks `walk` as code outside the release hot path, for `reason`.
     pub(crate) fn cold<T>(&mut self, reason: Cold, walk: impl FnOnce(&mut Self) -> T) -> T {
         let saved = self.fn_state.context.cold.clone();
         if saved.is_none() {

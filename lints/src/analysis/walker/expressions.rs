@@ -48,14 +48,14 @@ impl Walker<'_> {
                     Expr::Path(p) if p.path.segments.len() == 1 && p.qself.is_none() => {
                         self.rebind(&p.path.segments[0].ident.to_string(), value);
                     }
-                    Expr::Field(f) if is_self(&f.base) => {
-                        self.store_field(None, &f.member, &value);
-                    }
-                    // `self.config.device = device` (a builder's setter).
-                    Expr::Field(f) if self_fields(&f.base).is_some() => {
-                        let through = self_fields(&f.base).unwrap_or_default();
-                        self.store_field_through(None, through, &f.member, &value);
-                    }
+                    // `self.device = d`, or through fields, `self.config.device
+                    // = device` (a builder's setter).
+                    Expr::Field(f) => match self_fields(&f.base) {
+                        Some(through) => self.store_field_through(None, through, &f.member, &value),
+                        None => {
+                            self.expr(&a.left);
+                        }
+                    },
                     left => {
                         self.expr(left);
                     }
@@ -370,18 +370,18 @@ impl Walker<'_> {
         // ..; opt.backward_step(&loss); .. }`) picks the optimizer steps:
         // each run of its block is one step, and its reads run once per step.
         // So does a buffer's flush once it holds enough (`if pending.len()
-        // >= target { ..; pending.clear(); }`).
+        // >= target { ..; pending.clear(); }`), and a schedule asked by name
+        // (`if should_eval(step, ..)`).
+        let periodic = (is_periodic(&i.cond)
+            || flushes_a_buffer(&i.cond, &i.then_branch)
+            || (self.fn_state.context.loop_id.is_some() && asks_a_schedule(&i.cond)))
+            && !runs_an_update(&i.then_branch);
         // `if step == 999` of `for step in 0..1000`: one iteration.
         let counter = self
             .fn_state
             .context
             .loop_id
             .and_then(|id| self.facts.loops[id].counter.as_deref());
-        // So does a schedule asked by name (`if should_eval(step, ..)`).
-        let periodic = (is_periodic(&i.cond)
-            || flushes_a_buffer(&i.cond, &i.then_branch)
-            || (self.fn_state.context.loop_id.is_some() && asks_a_schedule(&i.cond)))
-            && !runs_an_update(&i.then_branch);
         let once = counter.is_some_and(|counter| is_one_iteration(&i.cond, counter));
         let guard = (periodic || once || is_last_step(&i.cond) || ran_out)
             .then(|| self.source_of(&*i.cond));

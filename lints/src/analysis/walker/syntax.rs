@@ -291,22 +291,20 @@ pub(super) fn drives_requests(expr: &Expr) -> bool {
 /// the loop runs once per incoming request, like `while let Ok(msg) =
 /// rx.recv()`.
 pub(super) fn starts_with_request(body: &syn::Block) -> bool {
-    let takes = |stmt: &syn::Stmt| match stmt {
-        syn::Stmt::Local(local) => local
-            .init
-            .as_ref()
-            .is_some_and(|init| drives_requests(&init.expr)),
-        syn::Stmt::Expr(expr, _) => drives_requests(expr),
-        _ => false,
-    };
+    fn evaluates(stmt: &syn::Stmt) -> Option<&Expr> {
+        match stmt {
+            syn::Stmt::Local(local) => local.init.as_ref().map(|init| &*init.expr),
+            syn::Stmt::Expr(expr, _) => Some(expr),
+            _ => None,
+        }
+    }
     // A prompt's line read from standard input, after printing the prompt
     // (`print!(..); stdout().flush()?; stdin().read_line(&mut line)?`).
-    body.stmts.first().is_some_and(takes)
-        || body.stmts.iter().any(|stmt| match stmt {
-            syn::Stmt::Local(local) => local.init.as_ref().is_some_and(|i| reads_a_line(&i.expr)),
-            syn::Stmt::Expr(expr, _) => reads_a_line(expr),
-            _ => false,
-        })
+    body.stmts
+        .first()
+        .and_then(evaluates)
+        .is_some_and(drives_requests)
+        || body.stmts.iter().filter_map(evaluates).any(reads_a_line)
 }
 
 /// Whether an expression reads from standard input (`io::stdin().read_line(
@@ -515,18 +513,19 @@ pub(super) fn flushes_a_buffer(cond: &Expr, then_branch: &syn::Block) -> bool {
             _ => None,
         }
     }
-    let names: Vec<String> = match cond {
+    let name = match cond {
         Expr::Binary(b) if matches!(b.op, BinOp::Ge(_) | BinOp::Gt(_) | BinOp::Eq(_)) => {
-            buffer_name(&b.left).into_iter().collect()
+            buffer_name(&b.left)
         }
-        Expr::Binary(b) if matches!(b.op, BinOp::Le(_) | BinOp::Lt(_)) => {
-            buffer_name(&b.right).into_iter().collect()
-        }
+        Expr::Binary(b) if matches!(b.op, BinOp::Le(_) | BinOp::Lt(_)) => buffer_name(&b.right),
         Expr::Paren(p) => return flushes_a_buffer(&p.expr, then_branch),
         _ => return false,
     };
+    let Some(name) = name else {
+        return false;
+    };
     struct Empties<'n> {
-        names: &'n [String],
+        name: &'n str,
         found: bool,
     }
     impl<'ast> syn::visit::Visit<'ast> for Empties<'_> {
@@ -534,7 +533,7 @@ pub(super) fn flushes_a_buffer(cond: &Expr, then_branch: &syn::Block) -> bool {
             if matches!(
                 m.method.to_string().as_str(),
                 "clear" | "drain" | "split_off"
-            ) && buffer_path(&m.receiver).is_some_and(|n| self.names.contains(&n))
+            ) && buffer_path(&m.receiver).is_some_and(|n| n == self.name)
             {
                 self.found = true;
             }
@@ -547,24 +546,21 @@ pub(super) fn flushes_a_buffer(cond: &Expr, then_branch: &syn::Block) -> bool {
                 && c.args
                     .first()
                     .and_then(buffer_path)
-                    .is_some_and(|n| self.names.contains(&n))
+                    .is_some_and(|n| n == self.name)
             {
                 self.found = true;
             }
             syn::visit::visit_expr_call(self, c);
         }
         fn visit_expr_assign(&mut self, a: &'ast syn::ExprAssign) {
-            if buffer_path(&a.left).is_some_and(|n| self.names.contains(&n)) {
+            if buffer_path(&a.left).is_some_and(|n| n == self.name) {
                 self.found = true;
             }
             syn::visit::visit_expr_assign(self, a);
         }
     }
-    if names.is_empty() {
-        return false;
-    }
     let mut empties = Empties {
-        names: &names,
+        name: &name,
         found: false,
     };
     syn::visit::Visit::visit_block(&mut empties, then_branch);
@@ -909,19 +905,16 @@ pub(super) fn runs_a_model(expr: &Expr) -> bool {
 }
 
 /// The named fields of `self` a chain of them goes through
-/// (`self.config.inner`: `config`, `inner`); `None` unless it starts at
-/// `self` and goes through one field or more.
+/// (`self.config.inner`: `config`, `inner`; `self` itself: none); `None`
+/// unless it starts at `self`.
 pub(super) fn self_fields(expr: &Expr) -> Option<Vec<String>> {
     match expr {
+        _ if is_self(expr) => Some(Vec::new()),
         Expr::Field(f) => {
             let Member::Named(name) = &f.member else {
                 return None;
             };
-            let mut path = if is_self(&f.base) {
-                Vec::new()
-            } else {
-                self_fields(&f.base)?
-            };
+            let mut path = self_fields(&f.base)?;
             path.push(name.to_string());
             Some(path)
         }
