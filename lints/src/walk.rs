@@ -109,19 +109,22 @@ fn hidden_crate_sources(root: &Path, found: &[PathBuf]) -> Vec<PathBuf> {
             _ => {}
         }
     }
-    let hidden: Vec<&PathBuf> = crates
+    // Every directory above a found file: a crate among them was entered.
+    let entered: HashSet<&Path> = found.iter().flat_map(|f| f.ancestors().skip(1)).collect();
+    let hidden: HashSet<&Path> = crates
         .iter()
-        .filter(|dir| !found.iter().any(|f| f.starts_with(dir)))
+        .map(PathBuf::as_path)
+        .filter(|dir| !entered.contains(dir))
         .collect();
+    if hidden.is_empty() {
+        return Vec::new();
+    }
+    let crates: HashSet<&Path> = crates.iter().map(PathBuf::as_path).collect();
     sources
         .into_iter()
         .filter(|file| {
             // The innermost crate holding the file decides.
-            let Some(krate) = crates
-                .iter()
-                .filter(|dir| file.starts_with(dir))
-                .max_by_key(|dir| dir.components().count())
-            else {
+            let Some(krate) = file.ancestors().skip(1).find(|dir| crates.contains(dir)) else {
                 return false;
             };
             let Ok(inside) = file.strip_prefix(krate) else {
@@ -131,7 +134,7 @@ fn hidden_crate_sources(root: &Path, found: &[PathBuf]) -> Vec<PathBuf> {
                 .components()
                 .next()
                 .and_then(|c| c.as_os_str().to_str());
-            hidden.contains(&krate)
+            hidden.contains(krate)
                 && (matches!(first, Some("src" | "examples" | "benches" | "tests"))
                     || inside == Path::new("build.rs"))
         })
