@@ -9,7 +9,7 @@
 
 use std::sync::LazyLock;
 
-use aho_corasick::AhoCorasick;
+use aho_corasick::{AhoCorasick, AhoCorasickKind};
 
 /// Signs that a file uses tch, so that generic calls (`to_string`, `{}`,
 /// `try_from`) on tensors can occur in it. `tch::` must start a path
@@ -18,25 +18,35 @@ const TCH_TOKENS: &[&str] = &["Tensor", "tch::", "crate tch"];
 
 /// Names of operations that only tch has, in the shape they are called:
 /// every registered rule's [`crate::rules::Rule::prefilter_tokens`]. Any of
-/// them makes a file worth parsing.
-static OPERATIONS: LazyLock<AhoCorasick> = LazyLock::new(|| {
-    let tokens = crate::rules::registered()
+/// them makes a file worth parsing. They share one automaton with
+/// [`TCH_TOKENS`], which come first, so that a file is scanned once; a DFA,
+/// because most files are scanned to the end without a match.
+static CANDIDATE: LazyLock<AhoCorasick> = LazyLock::new(|| {
+    let operations = crate::rules::registered()
         .iter()
         .flat_map(|rule| rule.prefilter_tokens());
-    AhoCorasick::new(tokens).expect("literal patterns compile")
+    AhoCorasick::builder()
+        .kind(Some(AhoCorasickKind::DFA))
+        .build(TCH_TOKENS.iter().chain(operations))
+        .expect("literal patterns compile")
 });
 static TCH: LazyLock<AhoCorasick> =
     LazyLock::new(|| AhoCorasick::new(TCH_TOKENS).expect("literal patterns compile"));
+
+/// Whether the `TCH_TOKENS[pattern]` found at `start` counts: `tch::` must
+/// start a path.
+fn tch_token_counts(bytes: &[u8], pattern: usize, start: usize) -> bool {
+    let starts_word =
+        start == 0 || !(bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_');
+    TCH_TOKENS[pattern] != "tch::" || starts_word
+}
 
 /// Whether the file mentions tch (`Tensor`, `tch::`); unknown receivers of
 /// tch-flavoured method names only count in such files.
 pub fn mentions_tch(text: &str) -> bool {
     let bytes = text.as_bytes();
-    TCH.find_iter(text).any(|m| {
-        let starts_word = m.start() == 0
-            || !(bytes[m.start() - 1].is_ascii_alphanumeric() || bytes[m.start() - 1] == b'_');
-        TCH_TOKENS[m.pattern().as_usize()] != "tch::" || starts_word
-    })
+    TCH.find_iter(text)
+        .any(|m| tch_token_counts(bytes, m.pattern().as_usize(), m.start()))
 }
 
 /// Whether the file names the tch crate itself (`tch::`, `use tch`,
@@ -59,7 +69,12 @@ pub fn names_tch_crate(text: &str) -> bool {
 
 /// Whether the file can hold a finding of the built-in rules and so must be parsed.
 pub fn is_candidate(text: &str) -> bool {
-    !is_generated(text) && (OPERATIONS.is_match(text) || mentions_tch(text))
+    let bytes = text.as_bytes();
+    !is_generated(text)
+        && CANDIDATE.find_overlapping_iter(text).any(|m| {
+            let pattern = m.pattern().as_usize();
+            pattern >= TCH_TOKENS.len() || tch_token_counts(bytes, pattern, m.start())
+        })
 }
 
 /// Whether the file says, in its first lines, that a tool generated it
