@@ -425,8 +425,13 @@ impl Walker<'_> {
             }
         }
         // `scheduler.step(epoch)`, `early_stopping.step(score)`: bookkeeping
-        // once per epoch, not an optimizer step.
-        if !(name == "step" && schedules(&m.receiver)) {
+        // once per epoch, not an optimizer step. `state.apply(card)` on a
+        // value not known as a tensor, given its argument by value, is a
+        // method of some other type: tch's `xs.apply(&m)` borrows its module.
+        let other_apply = is_module_application(&name)
+            && !matches!(receiver, Val::Tensor(_))
+            && !matches!(m.args.first(), Some(Expr::Reference(_)));
+        if !(other_apply || name == "step" && schedules(&m.receiver)) {
             self.mark_named_step(&name);
         }
         let mut arg_places: Vec<Place> = vec![receiver.place().unwrap_or_default()];
