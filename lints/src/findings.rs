@@ -534,11 +534,11 @@ fn judge(
         Some(Cold::Feature(feature)) => Some(format!(
             "only built with the cargo feature `{feature}`, which `default` does not enable"
         )),
-        Some(Cold::Uncalled { function, root }) if function == root => Some(format!(
-            "nothing in the workspace calls or names `{function}`"
-        )),
+        Some(Cold::Uncalled { function, root }) if function == root => {
+            Some(format!("no call in the workspace reaches `{function}`"))
+        }
         Some(Cold::Uncalled { function, root }) => Some(format!(
-            "`{function}` runs only from `{root}`, which nothing in the workspace calls or names"
+            "`{function}` runs only from `{root}`, which no call in the workspace reaches"
         )),
         _ => None,
     };

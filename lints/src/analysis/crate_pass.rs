@@ -1173,11 +1173,22 @@ impl<'a> CrateIndex<'a> {
                 .function
                 .map(|f| (file, f))
         };
-        // Nothing calls or names them, or only they call themselves.
+        // Nothing calls or names them, or only they call themselves; or,
+        // in a program, every use of their name is a call that resolves to
+        // another function of that name (`supervised::train()` beside a
+        // `ppo::train` nothing calls).
         let unnamed = by_name
             .iter()
             .filter(|(name, _)| !uses.contains_key(*name))
-            .flat_map(|(_, ids)| ids.iter().filter(|id| !callers.contains_key(id)));
+            .flat_map(|(_, ids)| ids.iter())
+            .chain(
+                only_called
+                    .iter()
+                    .copied()
+                    .flatten()
+                    .filter(|id| self.files[id.0].program),
+            )
+            .filter(|id| !callers.contains_key(id));
         let only_recursive = only_called.iter().copied().flatten().filter(|id| {
             callers
                 .get(id)

@@ -3,6 +3,7 @@
 //! recursive replay that only calls itself never runs either.
 
 mod search;
+mod trainers;
 
 use search::{run_batched, run_search};
 use tch::{nn, nn::Module, Device, Kind, Tensor};
@@ -34,5 +35,6 @@ fn main() {
     */
     let positions = Tensor::rand([64, 4], (Kind::Float, device));
     let score = run_batched(&net, &positions, 100);
-    println!("{score}");
+    let loss = trainers::supervised::train(&vs, &net, 100);
+    println!("{score} {loss}");
 }
