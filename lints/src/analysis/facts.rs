@@ -178,6 +178,13 @@ pub struct LoopFacts {
     /// It is driven by incoming requests (`recv()`, `incoming()`,
     /// `accept()`): each iteration answers one.
     pub request: bool,
+    /// Its requests come over a channel (`rx.recv()`) from another thread
+    /// of the program, rather than from a socket or standard input.
+    pub from_channel: bool,
+    /// It, or a loop inside it, hands results on: sends over a channel
+    /// (`tx.send(v)`) or wakes a queue's waiters (`cv.notify_all()`); a
+    /// stage of a pipeline rather than a sink.
+    pub sends: bool,
     /// Not a loop in the source but `t.iter::<T>()`, which reads one
     /// element per item.
     pub element_iter: bool,
@@ -276,6 +283,9 @@ pub struct FnFacts {
     pub update: bool,
     /// Its body runs a model outside any loop.
     pub forward: bool,
+    /// It hands results on to another thread: sends over a channel or
+    /// wakes a queue's waiters.
+    pub hands_on: bool,
     /// It sits under a cargo feature the default build leaves off (an
     /// `impl` for another backend): no call of the default build reaches it.
     pub compiled_out: bool,
@@ -399,6 +409,9 @@ pub struct FileFacts {
     pub structs: Vec<StructFacts>,
     /// Values stored into struct fields.
     pub field_stores: Vec<FieldStore>,
+    /// What the file sends over channels, as far as tensors go: `Tensor`,
+    /// `Tensors`, or the named struct sent (`WorkItem { logits, .. }`).
+    pub sent: Vec<TyKind>,
     /// `use` declarations.
     pub uses: Vec<UseFacts>,
     /// Traits.

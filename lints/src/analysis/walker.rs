@@ -35,7 +35,8 @@ mod syntax;
 pub(crate) use syntax::first_span;
 use syntax::{
     diverges, expr_attrs, is_part, is_some_pattern, param_of, path_has_segment, rebinds_a_name,
-    root_ident, set_on_device, splits_a_tensor, strip_references, takes_next, type_args, type_name,
+    root_ident, set_on_device, splits_a_tensor, strip_references, takes_a_lock, takes_next,
+    type_args, type_name,
 };
 
 /// How deep the walker follows nested expressions before giving up on the
@@ -231,6 +232,13 @@ struct FnState {
     /// a VarStore built on the CPU first, and the modules built from it,
     /// end up on that device.
     set_on_device: Vec<String>,
+    /// Locals holding a lock's guard (`let mut q = shared.queue.lock()
+    /// .unwrap()`): a push into one hands work to another thread.
+    locked: Vec<String>,
+    /// Names a request loop binds to what it takes (`while let Ok((input,
+    /// reply)) = jobs.recv()`): a send on one of them replies to the
+    /// request rather than handing work on.
+    request_items: Vec<String>,
 }
 
 /// A local variable.
@@ -636,6 +644,7 @@ impl<'a> Walker<'a> {
             return_place: Place::Device,
             update: false,
             forward: false,
+            hands_on: false,
             compiled_out: matches!(cold, Some(Cold::Feature(_))),
         });
         self.next_statement += 1;
@@ -1095,6 +1104,9 @@ impl<'a> Walker<'a> {
                 self.bind(p.ident.to_string(), Val::Closure(id));
                 return;
             }
+        }
+        if let (Pat::Ident(p), true) = (&local.pat, takes_a_lock(&init.expr)) {
+            self.fn_state.locked.push(p.ident.to_string());
         }
         self.last_try_into = None;
         let value = self.expr(&init.expr);

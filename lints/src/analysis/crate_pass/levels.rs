@@ -191,6 +191,18 @@ impl CrateIndex<'_> {
                 break;
             }
         }
+        // A loop taking tensors from a channel and handing its results on
+        // over another is a stage of a pipeline (the scatter thread copying
+        // each forward's output for the workers, an inference worker fed
+        // batches by loader threads and feeding a writer): it takes one per
+        // step of the thread that sends them, not one request of a client.
+        // One that only consumes them (a logging task) is a sink.
+        let carries_tensors = self.channels_carry_tensors();
+        let hands_on = if carries_tensors {
+            self.loops_handing_on(&resolved)
+        } else {
+            Vec::new()
+        };
         LoopLevels {
             epochs: sets
                 .looping
@@ -218,10 +230,13 @@ impl CrateIndex<'_> {
                         let generation =
                             facts.feeds_back && facts.forward && !facts.over_components;
                         let step_loop = (steps.update && !steps.encloses_repeating) || generation;
+                        let stage = facts.from_channel
+                            && carries_tensors
+                            && (facts.sends || hands_on[file][id]);
                         out.push(LoopLevel {
                             per_epoch: if step_loop { None } else { steps.encloses },
-                            request: facts.request && !runs_update,
-                            stepless: parent_stepless && !runs_update && !runs_forward,
+                            request: facts.request && !runs_update && !stage,
+                            stepless: parent_stepless && !runs_update && !runs_forward && !stage,
                             generation,
                         });
                     }
@@ -307,6 +322,80 @@ impl CrateIndex<'_> {
 }
 
 impl CrateIndex<'_> {
+    /// Per loop of each file: whether it, or a loop inside it, calls a
+    /// function that hands results on to another thread (directly or
+    /// through the functions it calls).
+    fn loops_handing_on(&self, resolved: &[Vec<Vec<FnId>>]) -> Vec<Vec<bool>> {
+        let mut handing: HashSet<FnId> = HashSet::new();
+        for (file, info) in self.files.iter().enumerate() {
+            for (f, function) in info.facts.functions.iter().enumerate() {
+                if function.hands_on {
+                    handing.insert((file, f));
+                }
+            }
+        }
+        loop {
+            let mut grew = false;
+            for (file, info) in self.files.iter().enumerate() {
+                for (index, call) in info.facts.calls.iter().enumerate() {
+                    let Some(f) = call.context.function else {
+                        continue;
+                    };
+                    if !handing.contains(&(file, f))
+                        && resolved[file][index].iter().any(|c| handing.contains(c))
+                    {
+                        handing.insert((file, f));
+                        grew = true;
+                    }
+                }
+            }
+            if !grew {
+                break;
+            }
+        }
+        self.files
+            .iter()
+            .enumerate()
+            .map(|(file, info)| {
+                let loops = &info.facts.loops;
+                let mut out = vec![false; loops.len()];
+                for (index, call) in info.facts.calls.iter().enumerate() {
+                    if resolved[file][index].iter().any(|c| handing.contains(c)) {
+                        let mut current = call.context.loop_id;
+                        while let Some(id) = current {
+                            out[id] = true;
+                            current = loops[id].parent;
+                        }
+                    }
+                }
+                out
+            })
+            .collect()
+    }
+
+    /// Whether some channel of the workspace carries tensors: a tensor, a
+    /// collection of them, or a struct with a tensor field is sent.
+    fn channels_carry_tensors(&self) -> bool {
+        fn holds_tensor(kind: &TyKind) -> bool {
+            match kind {
+                TyKind::Tensor | TyKind::Tensors => true,
+                TyKind::Tuple(parts) => parts.iter().any(holds_tensor),
+                TyKind::Collection(inner) | TyKind::Map(inner) => holds_tensor(inner),
+                _ => false,
+            }
+        }
+        self.files
+            .iter()
+            .flat_map(|f| &f.facts.sent)
+            .any(|sent| match sent {
+                TyKind::Named(name) => self.structs.get(name.as_str()).is_some_and(|defs| {
+                    defs.iter()
+                        .any(|(_, def)| def.fields.iter().any(|(_, kind)| holds_tensor(kind)))
+                }),
+                kind => holds_tensor(kind),
+            })
+    }
+
     /// Whether calling this function is one step: a model's `forward` or
     /// a training step by its name, however many loops it runs inside
     /// (layers, heads), a function that runs an update outside loops, or

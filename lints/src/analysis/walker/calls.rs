@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::rules::{self, CalleeName, Conversion, PathCall, Target};
-use syntax::{ends_in_reduction, is_self_field_collection, names_a_kind};
+use syntax::{ends_in_reduction, is_self_field_collection, names_a_kind, takes_a_lock};
 
 /// A type name that may be a crate's alias of a type tch converts tensors
 /// into: capitalised, and not one of std's or tch's own types.
@@ -414,6 +414,29 @@ impl Walker<'_> {
                 }
             }
         }
+        // Handing results on: over a channel, to a queue whose waiters a
+        // condition variable wakes, or into a queue behind a lock.
+        let into_locked_queue = matches!(name.as_str(), "push" | "push_back" | "push_front")
+            && (takes_a_lock(&m.receiver)
+                || matches!(&*m.receiver, Expr::Path(p) if p.path.get_ident()
+                    .is_some_and(|q| self.fn_state.locked.iter().any(|l| q == l))));
+        // A send on what a request loop took answers that request.
+        let replies =
+            root_ident(&m.receiver).is_some_and(|r| self.fn_state.request_items.contains(&r));
+        if (is_channel_send(&name)
+            || matches!(name.as_str(), "notify_one" | "notify_all")
+            || into_locked_queue)
+            && !replies
+        {
+            if let Some(f) = self.fn_state.context.function {
+                self.facts.functions[f].hands_on = true;
+            }
+            let mut current = self.fn_state.context.loop_id;
+            while let Some(id) = current {
+                self.facts.loops[id].sends = true;
+                current = self.facts.loops[id].parent;
+            }
+        }
         if is_channel_send(&name)
             && args.len() == 1
             && !matches!(receiver, Val::Tensor(_) | Val::Tensors { .. })
@@ -760,7 +783,7 @@ fn is_channel_send(name: &str) -> bool {
 }
 
 /// Receiving a value from a channel.
-fn is_channel_receive(name: &str) -> bool {
+pub(super) fn is_channel_receive(name: &str) -> bool {
     matches!(
         name,
         "recv"

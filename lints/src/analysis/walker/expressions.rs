@@ -6,8 +6,8 @@ use syntax::{
     asks_a_schedule, builds_an_error, counts_components, counts_environments, diverges,
     drives_requests, driving_tensor_iter, expr_diverges, flushes_a_buffer, is_last_step,
     is_none_pattern, is_one_iteration, is_periodic, is_range, is_self_field_collection,
-    moved_to_device, moves_its_input, runs_a_model, runs_an_update, self_fields,
-    starts_with_request,
+    moved_to_device, moves_its_input, pattern_names, runs_a_model, runs_an_update, self_fields,
+    starts_with_request, RequestSource,
 };
 
 impl Walker<'_> {
@@ -137,8 +137,16 @@ impl Walker<'_> {
                 let saved = self.enter_loop(true, l.loop_token.span.start().line);
                 self.fn_state.moved_in_loops.push(moved_to_device(&l.body));
                 self.mark_loop(|l| l.repeats = true);
-                if starts_with_request(&l.body) {
-                    self.mark_loop(|l| l.request = true);
+                if let Some(source) = starts_with_request(&l.body) {
+                    self.mark_loop(|l| {
+                        l.request = true;
+                        l.from_channel = source == RequestSource::Channel;
+                    });
+                    if let Some(syn::Stmt::Local(first)) = l.body.stmts.first() {
+                        self.fn_state
+                            .request_items
+                            .extend(pattern_names(&first.pat));
+                    }
                 }
                 self.block(&l.body);
                 self.fn_state.moved_in_loops.pop();
@@ -193,8 +201,16 @@ impl Walker<'_> {
             Expr::While(w) => {
                 let saved = self.enter_loop(true, w.while_token.span.start().line);
                 self.mark_loop(|l| l.repeats = true);
-                if drives_requests(&w.cond) {
-                    self.mark_loop(|l| l.request = true);
+                if let Some(source) = drives_requests(&w.cond) {
+                    self.mark_loop(|l| {
+                        l.request = true;
+                        l.from_channel = source == RequestSource::Channel;
+                    });
+                    if let Expr::Let(taken) = &*w.cond {
+                        self.fn_state
+                            .request_items
+                            .extend(pattern_names(&taken.pat));
+                    }
                 }
                 self.fn_state.moved_in_loops.push(moved_to_device(&w.body));
                 self.push_scope();
@@ -300,6 +316,14 @@ impl Walker<'_> {
                 self.store_sent(part);
             }
             return;
+        }
+        match value {
+            Val::Tensor(_) => self.facts.sent.push(TyKind::Tensor),
+            Val::Tensors { .. } => self.facts.sent.push(TyKind::Tensors),
+            Val::Deferred(TypeRef::Named(name), _) => {
+                self.facts.sent.push(TyKind::Named(name.clone()))
+            }
+            _ => {}
         }
         self.facts.field_stores.push(FieldStore {
             owner: CHANNEL.to_owned(),
@@ -465,8 +489,12 @@ impl Walker<'_> {
         let sites_before = self.facts.sites.len();
         let iterable = self.expr(&f.expr);
         let saved = self.enter_loop(true, f.for_token.span.start().line);
-        if drives_requests(&f.expr) {
-            self.mark_loop(|l| l.request = true);
+        if let Some(source) = drives_requests(&f.expr) {
+            self.mark_loop(|l| {
+                l.request = true;
+                l.from_channel = source == RequestSource::Channel;
+            });
+            self.fn_state.request_items.extend(pattern_names(&f.pat));
         }
         if is_self_field_collection(&f.expr) || (is_range(&f.expr) && counts_components(&f.expr)) {
             self.mark_loop(|l| l.over_components = true);

@@ -266,15 +266,33 @@ pub(super) fn is_range(iterable: &Expr) -> bool {
     }
 }
 
-/// Whether a loop's condition or iterable takes the next request
-/// (`receiver.recv()`, `listener.incoming()`).
-pub(super) fn drives_requests(expr: &Expr) -> bool {
+/// Where a loop's requests come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum RequestSource {
+    /// A channel (`rx.recv()`): another thread of the program.
+    Channel,
+    /// A socket (`listener.incoming()`) or standard input.
+    Outside,
+}
+
+/// Where a loop's condition or iterable takes the next request from
+/// (`receiver.recv()`, `listener.incoming()`), if it takes one.
+pub(super) fn drives_requests(expr: &Expr) -> Option<RequestSource> {
     if reads_a_line(expr) {
-        return true;
+        return Some(RequestSource::Outside);
     }
     match expr {
         Expr::MethodCall(m) => {
-            is_request_source(&m.method.to_string()) || drives_requests(&m.receiver)
+            let name = m.method.to_string();
+            if is_request_source(&name) {
+                Some(if super::calls::is_channel_receive(&name) {
+                    RequestSource::Channel
+                } else {
+                    RequestSource::Outside
+                })
+            } else {
+                drives_requests(&m.receiver)
+            }
         }
         Expr::Let(l) => drives_requests(&l.expr),
         Expr::Await(a) => drives_requests(&a.base),
@@ -282,15 +300,15 @@ pub(super) fn drives_requests(expr: &Expr) -> bool {
         Expr::Paren(p) => drives_requests(&p.expr),
         Expr::Reference(r) => drives_requests(&r.expr),
         Expr::Match(m) => drives_requests(&m.expr),
-        _ => false,
+        _ => None,
     }
 }
 
 /// Whether a `loop` body begins by taking the next request
 /// (`let msg = match rx.recv().await { .. }`, `let job = jobs.recv()?`):
 /// the loop runs once per incoming request, like `while let Ok(msg) =
-/// rx.recv()`.
-pub(super) fn starts_with_request(body: &syn::Block) -> bool {
+/// rx.recv()`; and where from.
+pub(super) fn starts_with_request(body: &syn::Block) -> Option<RequestSource> {
     fn evaluates(stmt: &syn::Stmt) -> Option<&Expr> {
         match stmt {
             syn::Stmt::Local(local) => local.init.as_ref().map(|init| &*init.expr),
@@ -303,8 +321,14 @@ pub(super) fn starts_with_request(body: &syn::Block) -> bool {
     body.stmts
         .first()
         .and_then(evaluates)
-        .is_some_and(drives_requests)
-        || body.stmts.iter().filter_map(evaluates).any(reads_a_line)
+        .and_then(drives_requests)
+        .or_else(|| {
+            body.stmts
+                .iter()
+                .filter_map(evaluates)
+                .any(reads_a_line)
+                .then_some(RequestSource::Outside)
+        })
 }
 
 /// Whether an expression reads from standard input (`io::stdin().read_line(
@@ -941,6 +965,38 @@ pub(super) fn rebinds_a_name(init: &Expr) -> bool {
         Expr::MethodCall(m) if matches!(m.method.to_string().as_str(), "unwrap" | "expect") => {
             rebinds_a_name(&m.receiver)
         }
+        _ => false,
+    }
+}
+
+/// The names a pattern binds.
+pub(super) fn pattern_names(pat: &Pat) -> Vec<String> {
+    struct Names(Vec<String>);
+    impl<'ast> syn::visit::Visit<'ast> for Names {
+        fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
+            self.0.push(p.ident.to_string());
+            syn::visit::visit_pat_ident(self, p);
+        }
+    }
+    let mut names = Names(Vec::new());
+    syn::visit::Visit::visit_pat(&mut names, pat);
+    names.0
+}
+
+/// Whether an expression takes a lock and holds its guard
+/// (`shared.queue.lock().unwrap()`, `state.write()?`, `m.lock()`).
+pub(super) fn takes_a_lock(expr: &Expr) -> bool {
+    match expr {
+        Expr::MethodCall(m) => {
+            matches!(m.method.to_string().as_str(), "lock" | "write") && m.args.is_empty()
+                || (matches!(
+                    m.method.to_string().as_str(),
+                    "unwrap" | "expect" | "unwrap_or_else"
+                ) && takes_a_lock(&m.receiver))
+        }
+        Expr::Try(t) => takes_a_lock(&t.expr),
+        Expr::Paren(p) => takes_a_lock(&p.expr),
+        Expr::Await(a) => takes_a_lock(&a.base),
         _ => false,
     }
 }
