@@ -211,6 +211,8 @@ struct FnState {
     generics: Vec<(String, TyKind)>,
     /// Local closures bound at function level: the sites in each body.
     closures: Vec<Vec<usize>>,
+    /// The calls in each such closure's body, by index into the calls.
+    closure_calls: Vec<Vec<usize>>,
     /// What each such closure returns, as far as its body says.
     closure_values: Vec<Val>,
     /// The closures whose bodies are being walked.
@@ -1097,6 +1099,7 @@ impl<'a> Walker<'a> {
             if self.fn_state.context.loop_id.is_none() {
                 let id = self.fn_state.closures.len();
                 self.fn_state.closures.push(Vec::new());
+                self.fn_state.closure_calls.push(Vec::new());
                 self.fn_state.open_closures.push(id);
                 let value = self.closure(c);
                 self.fn_state.closure_values.push(value);
@@ -1328,6 +1331,7 @@ impl<'a> Walker<'a> {
     }
 
     fn record_call(&mut self, callee: Callee, loc: Loc, args: Vec<Option<Place>>, item: bool) {
+        let index = self.facts.calls.len();
         self.facts.calls.push(CallSite {
             callee,
             loc,
@@ -1335,6 +1339,67 @@ impl<'a> Walker<'a> {
             args,
             item,
         });
+        for &closure in &self.fn_state.open_closures {
+            self.fn_state.closure_calls[closure].push(index);
+        }
+    }
+
+    /// A local closure handed by name to an iterator adapter
+    /// (`(0..n).map(search_one)`): its body runs once per element, as
+    /// an adapter's closure written in place would. Its reads and calls
+    /// made outside loops of its own are recorded again inside a loop at
+    /// the adapter, where they sit.
+    pub(super) fn closure_handed_to_adapter(&mut self, id: usize, line: usize, statement: bool) {
+        let saved = self.enter_loop(statement, line);
+        let sites: Vec<Site> = self.fn_state.closures[id]
+            .iter()
+            .map(|&i| &self.facts.sites[i])
+            .filter(|s| s.context.loop_id.is_none())
+            .cloned()
+            .collect();
+        let calls: Vec<CallSite> = self.fn_state.closure_calls[id]
+            .iter()
+            .map(|&i| &self.facts.calls[i])
+            .filter(|c| c.context.loop_id.is_none())
+            .cloned()
+            .collect();
+        for mut site in sites {
+            site.context = Context {
+                periodic: site
+                    .context
+                    .periodic
+                    .take()
+                    .or(self.fn_state.context.periodic.clone()),
+                cold: site
+                    .context
+                    .cold
+                    .take()
+                    .or(self.fn_state.context.cold.clone()),
+                statement_line: site.context.statement_line,
+                statement: site.context.statement,
+                ..self.fn_state.context.clone()
+            };
+            self.push_site(site);
+        }
+        for mut call in calls {
+            call.context = Context {
+                periodic: call
+                    .context
+                    .periodic
+                    .take()
+                    .or(self.fn_state.context.periodic.clone()),
+                cold: call
+                    .context
+                    .cold
+                    .take()
+                    .or(self.fn_state.context.cold.clone()),
+                statement_line: call.context.statement_line,
+                statement: call.context.statement,
+                ..self.fn_state.context.clone()
+            };
+            self.facts.calls.push(call);
+        }
+        self.exit_loop(saved);
     }
 
     /// A local closure whose body syncs, called inside a loop: reported at

@@ -351,6 +351,24 @@ impl Walker<'_> {
                         components,
                     )
                 }
+                // `(0..n).map(search_one)`: a local closure run on each
+                // element.
+                (Expr::Path(path), Some(_))
+                    if path.path.get_ident().is_some_and(|i| {
+                        matches!(self.lookup(&i.to_string()), Some(Val::Closure(_)))
+                    }) =>
+                {
+                    let closure = path.path.get_ident().map(ToString::to_string);
+                    if let Some(Val::Closure(id)) = closure.and_then(|n| self.lookup(&n).cloned()) {
+                        let line = path.path.segments[0].ident.span().start().line;
+                        self.closure_handed_to_adapter(
+                            id,
+                            line,
+                            matches!(name.as_str(), "for_each" | "try_for_each"),
+                        );
+                    }
+                    Val::Unknown
+                }
                 // `losses.iter().map(f32::try_from)`: a point-free conversion
                 // of each element.
                 (Expr::Path(path), Some(params)) => {
