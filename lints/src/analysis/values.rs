@@ -751,6 +751,10 @@ pub(crate) fn tensor_method(name: &str, receiver: TensorFacts, args: &[Val]) -> 
         _ if is_module_application(name) && !args.is_empty() => {
             module_application(name, receiver.imposed(), &args[0])
         }
+        // Advanced indexing takes indices on the CPU whatever the indexed
+        // tensor's device (`c.i(&context)`, `c.index(&[Some(ids)])`): the
+        // result is where the indexed tensor is.
+        "i" | "index" => receiver.place.clone(),
         _ => {
             let tensor_args: Vec<&Val> = args
                 .iter()
