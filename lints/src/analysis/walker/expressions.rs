@@ -54,6 +54,7 @@ impl Walker<'_> {
                         Some(through) => self.store_field_through(None, through, &f.member, &value),
                         None => {
                             self.expr(&a.left);
+                            self.store_into_local(&f.base, &value);
                         }
                     },
                     left => {
@@ -591,6 +592,25 @@ impl Walker<'_> {
                 .is_some_and(|name| before_loop(&name.to_string())),
             Expr::Tuple(t) => t.elems.iter().any(|e| self.assigns_from_before_loop(e)),
             _ => false,
+        }
+    }
+
+    /// `m.train_images = m.train_images.to_device(device)`: a local whose
+    /// field takes a value that may be on a device holds device data from
+    /// then on, wherever the rest of it was built.
+    fn store_into_local(&mut self, base: &Expr, value: &Val) {
+        let Expr::Path(p) = base else {
+            return;
+        };
+        let (Some(name), Some(stored)) = (p.path.get_ident(), value.place()) else {
+            return;
+        };
+        if stored.is_cpu() {
+            return;
+        }
+        let name = name.to_string();
+        if let Some(Val::Deferred(ty, place)) = self.lookup(&name).cloned() {
+            self.rebind(&name, Val::Deferred(ty, place.both(stored)));
         }
     }
 
