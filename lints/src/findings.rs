@@ -161,6 +161,20 @@ fn workspace_findings(
         let facts = index.facts(file);
         let mut reads = Vec::new();
         for site in &facts.sites {
+            let lifted;
+            let site = match lifted_loop(site, facts, file, &levels) {
+                Some(outer) => {
+                    lifted = Site {
+                        context: Context {
+                            loop_id: outer,
+                            ..site.context.clone()
+                        },
+                        ..site.clone()
+                    };
+                    &lifted
+                }
+                None => site,
+            };
             if site.context.loop_id.is_none() {
                 // A read outside loops, in a function that runs on
                 // every iteration of a per-step loop elsewhere.
@@ -499,6 +513,35 @@ fn judge_hot(
         Level::Deny => Severity::Error,
     };
     Some(read)
+}
+
+/// The loop a read counts in when its own loop is a short sequence
+/// fixed in the source that runs no step (`for i in 0..8` over a model's
+/// eight outputs, `for key in ["w1", "b1"]`) and it reads a whole tensor
+/// each time round, not one element of one: the loop around that one (or
+/// none). `None` where the read's own loop counts.
+fn lifted_loop(
+    site: &Site,
+    facts: &FileFacts,
+    file: usize,
+    levels: &LoopLevels,
+) -> Option<Option<usize>> {
+    if site.hit.fix == Fix::Element || !site.varies {
+        return None;
+    }
+    let mut current = site.context.loop_id?;
+    let mut lifted = false;
+    loop {
+        let facts_of = &facts.loops[current];
+        if !facts_of.fixed || levels.get(file, current).runs_steps {
+            return lifted.then_some(Some(current));
+        }
+        lifted = true;
+        match facts_of.parent {
+            Some(parent) => current = parent,
+            None => return Some(None),
+        }
+    }
 }
 
 /// Decides a read's severity and the note that says why, or drops it

@@ -105,6 +105,10 @@ pub struct Site {
     /// The subject is a whole value that changes with each iteration (a
     /// loop item), not a part of a tensor nor a value from outside the loop.
     pub item: bool,
+    /// The subject is a different whole value each time round its loop
+    /// (a loop item, or one taken out of a collection by a name), not a
+    /// part of one tensor, one computed there, nor a value from outside.
+    pub varies: bool,
     /// A conversion into a type the file names but does not define
     /// (`AttentionHead::try_from(t)`): it counts only if the crate defines
     /// that name as an alias of a type tch converts tensors into.
@@ -158,11 +162,18 @@ pub struct CallSite {
     pub item: bool,
 }
 
+/// The most iterations of a loop counted as a fixed, unrolled sequence.
+pub const FIXED_LOOP_MAX: usize = 16;
+
 /// One loop (including iterator-adapter closures such as `for_each`).
 #[derive(Clone, Debug, Default)]
 pub struct LoopFacts {
     /// The enclosing loop.
     pub parent: Option<usize>,
+    /// It runs a few times, fixed in the source: a range between two
+    /// literals or an array literal (`for i in 0..8`, `for key in keys`
+    /// where `keys` is an array literal), at most [`FIXED_LOOP_MAX`] times.
+    pub fixed: bool,
     /// The enclosing function.
     pub function: Option<usize>,
     /// Line of the `for`/`while`/`loop` keyword or the adapter's closure.

@@ -15,7 +15,7 @@ use syn::{
 
 use super::facts::{
     AliasFacts, CallSite, Callee, Cold, Context, FieldStore, FileFacts, FnFacts, Loc, LoopFacts,
-    Site, StructFacts, TraitFacts, TyKind, UseFacts, CHANNEL, CHANNEL_MESSAGE,
+    Site, StructFacts, TraitFacts, TyKind, UseFacts, CHANNEL, CHANNEL_MESSAGE, FIXED_LOOP_MAX,
 };
 use super::hot_path::{attrs_cold, cfg_macro_cold, Features};
 use super::types::{
@@ -35,8 +35,8 @@ mod syntax;
 pub(crate) use syntax::first_span;
 use syntax::{
     diverges, expr_attrs, is_part, is_some_pattern, param_of, path_has_segment, rebinds_a_name,
-    root_ident, set_on_device, splits_a_tensor, strip_references, takes_a_lock, takes_next,
-    type_args, type_name,
+    root_ident, set_on_device, splits_a_tensor, strip_references, taken_by_name, takes_a_lock,
+    takes_next, type_args, type_name,
 };
 
 /// How deep the walker follows nested expressions before giving up on the
@@ -201,6 +201,9 @@ struct FnState {
     /// Bindings being made hold what a function computes here
     /// (`create_mask(&ids[i])`), not a value taken out of a collection.
     binding_computed: bool,
+    /// Bindings being made hold a value taken out of a collection by a
+    /// name (see [`Binding::taken`]).
+    binding_taken: bool,
     /// The length of `bindings` at the start of each open scope.
     scopes: Vec<usize>,
     /// Where the walk is: function, loop, periodic guard, statement.
@@ -241,6 +244,23 @@ struct FnState {
     /// reply)) = jobs.recv()`): a send on one of them replies to the
     /// request rather than handing work on.
     request_items: Vec<String>,
+    /// Locals bound to an array literal short enough for a fixed loop.
+    arrays: Vec<String>,
+}
+
+/// A read's subject as a loop sees it (see [`Site::item`], [`Site::varies`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct Whole {
+    item: bool,
+    varies: bool,
+}
+
+impl Whole {
+    /// Each element of an iterator, converted point-free.
+    const ELEMENT: Whole = Whole {
+        item: true,
+        varies: true,
+    };
 }
 
 /// A local variable.
@@ -259,6 +279,9 @@ struct Binding {
     /// Bound to what a free function computes in this iteration
     /// (`create_mask(&ids[i])`): a value made here, not an item.
     computed: bool,
+    /// Taken out of a collection by an index or key that is a name
+    /// (`&outputs[i + 2]`, `match &tuple[i] { IValue::Tensor(t) => t, .. }`).
+    taken: bool,
 }
 
 /// Walks one parsed file.
@@ -285,8 +308,9 @@ pub(crate) struct Walker<'a> {
     depth: usize,
     /// The walk met an expression nested deeper than [`MAX_DEPTH`].
     pub(crate) too_deep: bool,
-    /// The last `.try_into()` seen: (receiver, where, by reference, a loop item).
-    last_try_into: Option<(Val, Loc, bool, bool)>,
+    /// The last `.try_into()` seen: (receiver, where, by reference, what
+    /// the receiver is as a loop's subject).
+    last_try_into: Option<(Val, Loc, bool, Whole)>,
     /// The type arguments of the impl being walked (`Agent` in `impl
     /// Robot<Agent>`), classified; empty outside impls or where none says more.
     impl_args: Vec<TyKind>,
@@ -754,6 +778,7 @@ impl<'a> Walker<'a> {
         let part = self.fn_state.binding_parts;
         let next = self.fn_state.binding_next;
         let computed = self.fn_state.binding_computed;
+        let taken = self.fn_state.binding_taken;
         self.fn_state.bindings.push(Binding {
             name,
             value,
@@ -762,6 +787,7 @@ impl<'a> Walker<'a> {
             part,
             next,
             computed,
+            taken,
         });
     }
 
@@ -989,6 +1015,25 @@ impl<'a> Walker<'a> {
                     if bound_in_loop(&i.index) && !self.holds_parts(&i.expr)))
     }
 
+    /// Whether an expression's value is a different whole value each time
+    /// round the innermost loop: a loop item, or one taken out of a
+    /// collection by a name bound there; not a part of one tensor, not one
+    /// computed in the iteration, not a value from outside.
+    fn varies(&self, expr: &Expr) -> bool {
+        let Some(&loop_scope) = self.fn_state.loop_scopes.last() else {
+            return false;
+        };
+        !is_part(expr)
+            && root_ident(expr).is_some_and(|name| {
+                self.fn_state
+                    .bindings
+                    .iter()
+                    .rev()
+                    .find(|b| b.name == name)
+                    .is_some_and(|b| b.depth > loop_scope && !b.part && (b.item || b.taken))
+            })
+    }
+
     /// `Enum::Variant` or `Self::Variant` in a pattern: the variant's
     /// struct name (see `Item::Enum`).
     fn variant_name(&self, path: &syn::Path) -> Option<String> {
@@ -1111,6 +1156,11 @@ impl<'a> Walker<'a> {
         if let (Pat::Ident(p), true) = (&local.pat, takes_a_lock(&init.expr)) {
             self.fn_state.locked.push(p.ident.to_string());
         }
+        if let (Pat::Ident(p), Expr::Array(a)) = (&local.pat, &*init.expr) {
+            if a.elems.len() <= FIXED_LOOP_MAX {
+                self.fn_state.arrays.push(p.ident.to_string());
+            }
+        }
         self.last_try_into = None;
         let value = self.expr(&init.expr);
         if let Some((_, diverge)) = &init.diverge {
@@ -1128,6 +1178,7 @@ impl<'a> Walker<'a> {
         self.fn_state.binding_parts = self.holds_parts(&init.expr);
         self.fn_state.binding_next = takes_next(&init.expr);
         self.fn_state.binding_computed = computes(&init.expr);
+        self.fn_state.binding_taken = taken_by_name(&init.expr);
         // `let batch = batch?;`: the same item, renamed.
         let value = if rebinds_a_name(&init.expr) {
             self.host_until_moved(&local.pat, value)
@@ -1147,6 +1198,7 @@ impl<'a> Walker<'a> {
         self.fn_state.binding_parts = false;
         self.fn_state.binding_next = false;
         self.fn_state.binding_computed = false;
+        self.fn_state.binding_taken = false;
     }
 
     /// Whether an expression is the next item of an iterator or loader,
@@ -1221,7 +1273,7 @@ impl<'a> Walker<'a> {
             Expr::MethodCall(m) if m.args.is_empty() && m.method == "into" => Some(false),
             _ => None,
         };
-        if let (Some(fallible), Some((receiver, loc, by_ref, item))) =
+        if let (Some(fallible), Some((receiver, loc, by_ref, whole))) =
             (conversion, self.last_try_into.take())
         {
             let method = if fallible { "try_into" } else { "into" };
@@ -1237,7 +1289,7 @@ impl<'a> Walker<'a> {
                 self.facts
                     .sites
                     .retain(|s| !(s.loc == loc && s.hit.op == "try_into"));
-                self.report_with(hit, &receiver, loc, None, item);
+                self.report_with(hit, &receiver, loc, None, whole);
             }
         }
     }
@@ -1246,17 +1298,33 @@ impl<'a> Walker<'a> {
 
     /// Records a rule's hit if its subject passes the rule's bar.
     pub(crate) fn report(&mut self, hit: Hit, subject: &Val, loc: Loc) {
-        self.report_with(hit, subject, loc, None, false);
+        self.report_with(hit, subject, loc, None, Whole::default());
     }
 
     /// Records a hit whose subject is the expression `subject_expr`.
     fn report_on(&mut self, hit: Hit, subject: &Val, loc: Loc, subject_expr: Option<&Expr>) {
-        let item = subject_expr.is_some_and(|e| self.is_item(e));
-        self.report_with(hit, subject, loc, None, item);
+        let whole = subject_expr.map(|e| self.whole(e)).unwrap_or_default();
+        self.report_with(hit, subject, loc, None, whole);
     }
 
-    fn report_with(&mut self, hit: Hit, subject: &Val, loc: Loc, method: Option<&str>, item: bool) {
-        self.report_site(hit, subject, loc, method, item);
+    /// What an expression is as a loop's subject: a whole item of it, and
+    /// whether it is bound anew each time round.
+    fn whole(&self, expr: &Expr) -> Whole {
+        Whole {
+            item: self.is_item(expr),
+            varies: self.varies(expr),
+        }
+    }
+
+    fn report_with(
+        &mut self,
+        hit: Hit,
+        subject: &Val,
+        loc: Loc,
+        method: Option<&str>,
+        whole: Whole,
+    ) {
+        self.report_site(hit, subject, loc, method, whole);
     }
 
     /// Records a hit like [`Self::report_with`]; the site's index, if one
@@ -1267,7 +1335,7 @@ impl<'a> Walker<'a> {
         subject: &Val,
         loc: Loc,
         method: Option<&str>,
-        item: bool,
+        whole: Whole,
     ) -> Option<usize> {
         let Gate::Report(requirement) = gate(subject, hit.need, self.mentions_tch, method) else {
             return None;
@@ -1292,7 +1360,8 @@ impl<'a> Walker<'a> {
             requirement,
             place: subject.place().unwrap_or_default(),
             via: Vec::new(),
-            item,
+            item: whole.item,
+            varies: whole.varies,
             alias: None,
         });
         if let Some(saved) = saved {
@@ -1325,6 +1394,7 @@ impl<'a> Walker<'a> {
                 place: Place::Device,
                 via: Vec::new(),
                 item: false,
+                varies: false,
                 alias: None,
             });
         }

@@ -16,6 +16,8 @@ pub(crate) struct LoopLevel {
     /// Neither the loop nor a loop around it in its function runs a step
     /// (an update or a model): a loop over items, not over steps.
     pub stepless: bool,
+    /// It runs an update or a model itself (directly or through calls).
+    pub runs_steps: bool,
     /// It runs a model and hands its output on to its next iteration (a
     /// generation loop): each iteration is one step, so a function it
     /// calls runs once per step even where that function holds a loop of
@@ -237,6 +239,7 @@ impl CrateIndex<'_> {
                             per_epoch: if step_loop { None } else { steps.encloses },
                             request: facts.request && !runs_update && !stage,
                             stepless: parent_stepless && !runs_update && !runs_forward && !stage,
+                            runs_steps: runs_update || runs_forward,
                             generation,
                         });
                     }

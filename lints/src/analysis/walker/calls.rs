@@ -163,9 +163,9 @@ impl Walker<'_> {
                         fallible: true,
                     };
                     let subject = args.first().cloned().unwrap_or(Val::Unknown);
-                    let item = c.args.first().is_some_and(|a| self.is_item(a));
+                    let whole = c.args.first().map(|a| self.whole(a)).unwrap_or_default();
                     if let Some(hit) = rules::first_hit(|rule| rule.conversion(&conversion)) {
-                        if let Some(site) = self.report_site(hit, &subject, loc, None, item) {
+                        if let Some(site) = self.report_site(hit, &subject, loc, None, whole) {
                             self.facts.sites[site].alias = Some(type_name);
                         }
                     }
@@ -400,14 +400,14 @@ impl Walker<'_> {
         let found = rules::first_hit(|rule| rule.method_call(&call));
         let hit = found.is_some();
         if let Some(found) = found {
-            let item = self.is_item(&m.receiver);
-            self.report_with(found, &receiver, loc, Some(&name), item);
+            let whole = self.whole(&m.receiver);
+            self.report_with(found, &receiver, loc, Some(&name), whole);
         }
         self.callee(CalleeName::Method(&name), loc);
         if (name == "try_into" || name == "into") && args.is_empty() {
             let by_ref = matches!(&*m.receiver, Expr::Reference(_))
                 || matches!(&*m.receiver, Expr::Paren(p) if matches!(&*p.expr, Expr::Reference(_)));
-            let item = self.is_item(&m.receiver);
+            let whole = self.whole(&m.receiver);
             // `t.try_into()` whose host type is inferred from elsewhere (a
             // struct field, a tuple returned): a tensor converts only into
             // host data. A `let` annotation, if any, names the type instead.
@@ -419,10 +419,10 @@ impl Walker<'_> {
                     fallible: true,
                 };
                 if let Some(hit) = rules::first_hit(|rule| rule.conversion(&conversion)) {
-                    self.report_with(hit, &receiver, loc, None, item);
+                    self.report_with(hit, &receiver, loc, None, whole);
                 }
             }
-            self.last_try_into = Some((receiver.clone(), loc, by_ref, item));
+            self.last_try_into = Some((receiver.clone(), loc, by_ref, whole));
         }
         if name == "push" {
             if let (Expr::Path(p), Some(pushed)) = (&*m.receiver, args.first()) {
@@ -528,7 +528,7 @@ impl Walker<'_> {
                     fallible: name == "try_from",
                 };
                 if let Some(hit) = rules::first_hit(|rule| rule.conversion(&conversion)) {
-                    self.report_with(hit, &element, loc, None, true);
+                    self.report_with(hit, &element, loc, None, Whole::ELEMENT);
                 }
             }
         } else if qualifier == "Tensor" {
@@ -539,7 +539,7 @@ impl Walker<'_> {
                 element_index: false,
             };
             if let Some(hit) = rules::first_hit(|rule| rule.point_free_method(&call)) {
-                self.report_with(hit, &element, loc, None, true);
+                self.report_with(hit, &element, loc, None, Whole::ELEMENT);
             }
         }
     }

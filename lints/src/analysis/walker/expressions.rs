@@ -4,10 +4,10 @@
 use super::*;
 use syntax::{
     asks_a_schedule, builds_an_error, counts_components, counts_environments, diverges,
-    drives_requests, driving_tensor_iter, expr_diverges, flushes_a_buffer, is_last_step,
-    is_none_pattern, is_one_iteration, is_periodic, is_range, is_self_field_collection,
-    moved_to_device, moves_its_input, pattern_names, runs_a_model, runs_an_update, self_fields,
-    starts_with_request, RequestSource,
+    drives_requests, driving_tensor_iter, expr_diverges, fixed_count, flushes_a_buffer,
+    is_last_step, is_none_pattern, is_one_iteration, is_periodic, is_range,
+    is_self_field_collection, moved_to_device, moves_its_input, pattern_names, runs_a_model,
+    runs_an_update, self_fields, starts_with_request, RequestSource,
 };
 
 impl Walker<'_> {
@@ -501,6 +501,9 @@ impl Walker<'_> {
             self.mark_loop(|l| l.over_components = true);
         } else if is_range(&f.expr) {
             self.mark_loop(|l| l.repeats = true);
+        }
+        if fixed_count(&f.expr, &self.fn_state.arrays) {
+            self.mark_loop(|l| l.fixed = true);
         }
         if counts_environments(&f.expr) {
             self.mark_loop(|l| l.over_environments = true);

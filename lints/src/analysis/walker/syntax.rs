@@ -266,6 +266,48 @@ pub(super) fn is_range(iterable: &Expr) -> bool {
     }
 }
 
+/// Whether a `for` loop's iterable runs a few times fixed in the source:
+/// a range between two integer literals, an array literal, or a local
+/// bound to one (`arrays`), at most [`FIXED_LOOP_MAX`] long.
+pub(super) fn fixed_count(iterable: &Expr, arrays: &[String]) -> bool {
+    fn literal(expr: &Expr) -> Option<usize> {
+        match expr {
+            Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(i),
+                ..
+            }) => i.base10_parse().ok(),
+            Expr::Paren(p) => literal(&p.expr),
+            _ => None,
+        }
+    }
+    match iterable {
+        Expr::Range(r) => {
+            let (Some(start), Some(end)) = (
+                r.start.as_deref().map_or(Some(0), literal),
+                r.end.as_deref().and_then(literal),
+            ) else {
+                return false;
+            };
+            let end = end + matches!(r.limits, syn::RangeLimits::Closed(_)) as usize;
+            end.saturating_sub(start) <= FIXED_LOOP_MAX
+        }
+        Expr::Array(a) => a.elems.len() <= FIXED_LOOP_MAX,
+        Expr::Path(p) => p
+            .path
+            .get_ident()
+            .is_some_and(|i| arrays.iter().any(|a| i == a)),
+        Expr::Reference(r) => fixed_count(&r.expr, arrays),
+        Expr::Paren(p) => fixed_count(&p.expr, arrays),
+        Expr::MethodCall(m) => {
+            matches!(
+                m.method.to_string().as_str(),
+                "iter" | "into_iter" | "enumerate" | "rev" | "copied" | "cloned"
+            ) && fixed_count(&m.receiver, arrays)
+        }
+        _ => false,
+    }
+}
+
 /// Where a loop's requests come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum RequestSource {
@@ -964,6 +1006,35 @@ pub(super) fn rebinds_a_name(init: &Expr) -> bool {
         Expr::Try(t) => rebinds_a_name(&t.expr),
         Expr::MethodCall(m) if matches!(m.method.to_string().as_str(), "unwrap" | "expect") => {
             rebinds_a_name(&m.receiver)
+        }
+        _ => false,
+    }
+}
+
+/// Whether an expression takes a value out of a collection by an index
+/// or key that is a name (`&outputs[i + 2]`, `table[key]`, a `match` on
+/// one, possibly unwrapped).
+pub(super) fn taken_by_name(expr: &Expr) -> bool {
+    fn names_something(expr: &Expr) -> bool {
+        match expr {
+            Expr::Path(_) => true,
+            Expr::Binary(b) => names_something(&b.left) || names_something(&b.right),
+            Expr::Paren(p) => names_something(&p.expr),
+            Expr::Reference(r) => names_something(&r.expr),
+            _ => false,
+        }
+    }
+    match expr {
+        Expr::Index(i) => names_something(&i.index),
+        Expr::Reference(r) => taken_by_name(&r.expr),
+        Expr::Paren(p) => taken_by_name(&p.expr),
+        Expr::Try(t) => taken_by_name(&t.expr),
+        Expr::Match(m) => taken_by_name(&m.expr),
+        Expr::MethodCall(m) => {
+            matches!(
+                m.method.to_string().as_str(),
+                "unwrap" | "expect" | "clone" | "shallow_clone"
+            ) && taken_by_name(&m.receiver)
         }
         _ => false,
     }
