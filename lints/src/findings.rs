@@ -533,7 +533,8 @@ fn lifted_loop(
     let mut lifted = false;
     loop {
         let facts_of = &facts.loops[current];
-        if !facts_of.fixed || levels.get(file, current).runs_steps {
+        let level = levels.get(file, current);
+        if !facts_of.fixed || level.runs_steps || level.per_epoch.is_some() {
             return lifted.then_some(Some(current));
         }
         lifted = true;

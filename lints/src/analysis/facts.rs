@@ -105,9 +105,9 @@ pub struct Site {
     /// The subject is a whole value that changes with each iteration (a
     /// loop item), not a part of a tensor nor a value from outside the loop.
     pub item: bool,
-    /// The subject is a different whole value each time round its loop
-    /// (a loop item, or one taken out of a collection by a name), not a
-    /// part of one tensor, one computed there, nor a value from outside.
+    /// The subject is bound anew each time round its loop, whole (a loop
+    /// item, or a value taken or computed in the iteration), not a part of
+    /// one tensor nor a value from outside the loop.
     pub varies: bool,
     /// A conversion into a type the file names but does not define
     /// (`AttentionHead::try_from(t)`): it counts only if the crate defines

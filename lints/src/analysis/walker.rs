@@ -35,8 +35,8 @@ mod syntax;
 pub(crate) use syntax::first_span;
 use syntax::{
     diverges, expr_attrs, is_part, is_some_pattern, param_of, path_has_segment, rebinds_a_name,
-    root_ident, set_on_device, splits_a_tensor, strip_references, taken_by_name, takes_a_lock,
-    takes_next, type_args, type_name,
+    root_ident, set_on_device, splits_a_tensor, strip_references, takes_a_lock, takes_next,
+    type_args, type_name,
 };
 
 /// How deep the walker follows nested expressions before giving up on the
@@ -201,9 +201,6 @@ struct FnState {
     /// Bindings being made hold what a function computes here
     /// (`create_mask(&ids[i])`), not a value taken out of a collection.
     binding_computed: bool,
-    /// Bindings being made hold a value taken out of a collection by a
-    /// name (see [`Binding::taken`]).
-    binding_taken: bool,
     /// The length of `bindings` at the start of each open scope.
     scopes: Vec<usize>,
     /// Where the walk is: function, loop, periodic guard, statement.
@@ -279,9 +276,6 @@ struct Binding {
     /// Bound to what a free function computes in this iteration
     /// (`create_mask(&ids[i])`): a value made here, not an item.
     computed: bool,
-    /// Taken out of a collection by an index or key that is a name
-    /// (`&outputs[i + 2]`, `match &tuple[i] { IValue::Tensor(t) => t, .. }`).
-    taken: bool,
 }
 
 /// Walks one parsed file.
@@ -778,7 +772,6 @@ impl<'a> Walker<'a> {
         let part = self.fn_state.binding_parts;
         let next = self.fn_state.binding_next;
         let computed = self.fn_state.binding_computed;
-        let taken = self.fn_state.binding_taken;
         self.fn_state.bindings.push(Binding {
             name,
             value,
@@ -787,7 +780,6 @@ impl<'a> Walker<'a> {
             part,
             next,
             computed,
-            taken,
         });
     }
 
@@ -1015,10 +1007,9 @@ impl<'a> Walker<'a> {
                     if bound_in_loop(&i.index) && !self.holds_parts(&i.expr)))
     }
 
-    /// Whether an expression's value is a different whole value each time
-    /// round the innermost loop: a loop item, or one taken out of a
-    /// collection by a name bound there; not a part of one tensor, not one
-    /// computed in the iteration, not a value from outside.
+    /// Whether an expression's value is bound anew each time round the
+    /// innermost loop, whole: a loop item, or a value taken or computed in
+    /// the iteration; not a part of one tensor, not a value from outside.
     fn varies(&self, expr: &Expr) -> bool {
         let Some(&loop_scope) = self.fn_state.loop_scopes.last() else {
             return false;
@@ -1030,7 +1021,7 @@ impl<'a> Walker<'a> {
                     .iter()
                     .rev()
                     .find(|b| b.name == name)
-                    .is_some_and(|b| b.depth > loop_scope && !b.part && (b.item || b.taken))
+                    .is_some_and(|b| b.depth > loop_scope && !b.part)
             })
     }
 
@@ -1178,7 +1169,6 @@ impl<'a> Walker<'a> {
         self.fn_state.binding_parts = self.holds_parts(&init.expr);
         self.fn_state.binding_next = takes_next(&init.expr);
         self.fn_state.binding_computed = computes(&init.expr);
-        self.fn_state.binding_taken = taken_by_name(&init.expr);
         // `let batch = batch?;`: the same item, renamed.
         let value = if rebinds_a_name(&init.expr) {
             self.host_until_moved(&local.pat, value)
@@ -1198,7 +1188,6 @@ impl<'a> Walker<'a> {
         self.fn_state.binding_parts = false;
         self.fn_state.binding_next = false;
         self.fn_state.binding_computed = false;
-        self.fn_state.binding_taken = false;
     }
 
     /// Whether an expression is the next item of an iterator or loader,

@@ -82,9 +82,9 @@ impl Sampler {
     }
 }
 
-pub fn sampled(sampler: &Sampler, device: Device) -> f64 {
+pub fn sampled(sampler: &Sampler, device: Device, draws: usize) -> f64 {
     let mut total = 0.0;
-    for _ in 0..10 {
+    for _ in 0..draws {
         let on_host = sampler.sample(8);
         total += f64::try_from(on_host.sum(Kind::Float)).unwrap();
         // Sampled on the CPU, then moved to the device: the read waits.

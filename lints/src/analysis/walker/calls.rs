@@ -4,7 +4,9 @@
 
 use super::*;
 use crate::rules::{self, CalleeName, Conversion, PathCall, Target};
-use syntax::{ends_in_reduction, is_self_field_collection, names_a_kind, takes_a_lock};
+use syntax::{
+    ends_in_reduction, fixed_count, is_self_field_collection, names_a_kind, takes_a_lock,
+};
 
 /// A type name that may be a crate's alias of a type tch converts tensors
 /// into: capitalised, and not one of std's or tch's own types.
@@ -337,6 +339,7 @@ impl Walker<'_> {
                 (Expr::Closure(c), None) if is_bench_routine(&name) => self.bench_loop(c),
                 (Expr::Closure(c), Some(params)) => {
                     let components = is_self_field_collection(&m.receiver);
+                    let fixed = fixed_count(&m.receiver, &self.fn_state.arrays);
                     self.closure_loop(
                         c,
                         params,
@@ -349,6 +352,7 @@ impl Walker<'_> {
                         ),
                         parts,
                         components,
+                        fixed,
                     )
                 }
                 // `(0..n).map(search_one)`: a local closure run on each

@@ -717,10 +717,14 @@ impl Walker<'_> {
         statement: bool,
         parts: bool,
         components: bool,
+        fixed: bool,
     ) -> Val {
         let saved = self.enter_loop(statement, c.or1_token.span.start().line);
         if components {
             self.mark_loop(|l| l.over_components = true);
+        }
+        if fixed {
+            self.mark_loop(|l| l.fixed = true);
         }
         self.push_scope();
         self.fn_state.binding_items = true;

@@ -1011,35 +1011,6 @@ pub(super) fn rebinds_a_name(init: &Expr) -> bool {
     }
 }
 
-/// Whether an expression takes a value out of a collection by an index
-/// or key that is a name (`&outputs[i + 2]`, `table[key]`, a `match` on
-/// one, possibly unwrapped).
-pub(super) fn taken_by_name(expr: &Expr) -> bool {
-    fn names_something(expr: &Expr) -> bool {
-        match expr {
-            Expr::Path(_) => true,
-            Expr::Binary(b) => names_something(&b.left) || names_something(&b.right),
-            Expr::Paren(p) => names_something(&p.expr),
-            Expr::Reference(r) => names_something(&r.expr),
-            _ => false,
-        }
-    }
-    match expr {
-        Expr::Index(i) => names_something(&i.index),
-        Expr::Reference(r) => taken_by_name(&r.expr),
-        Expr::Paren(p) => taken_by_name(&p.expr),
-        Expr::Try(t) => taken_by_name(&t.expr),
-        Expr::Match(m) => taken_by_name(&m.expr),
-        Expr::MethodCall(m) => {
-            matches!(
-                m.method.to_string().as_str(),
-                "unwrap" | "expect" | "clone" | "shallow_clone"
-            ) && taken_by_name(&m.receiver)
-        }
-        _ => false,
-    }
-}
-
 /// The names a pattern binds.
 pub(super) fn pattern_names(pat: &Pat) -> Vec<String> {
     struct Names(Vec<String>);
