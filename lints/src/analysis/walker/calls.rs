@@ -328,6 +328,14 @@ impl Walker<'_> {
         }
     }
 
+    /// The local closure a path names, if it names one.
+    fn local_closure(&self, path: &ExprPath) -> Option<usize> {
+        match self.lookup(&path.path.get_ident()?.to_string()) {
+            Some(Val::Closure(id)) => Some(*id),
+            _ => None,
+        }
+    }
+
     pub(super) fn method_call(&mut self, m: &ExprMethodCall) -> Val {
         let receiver = self.expr(&m.receiver);
         let name = m.method.to_string();
@@ -357,19 +365,11 @@ impl Walker<'_> {
                 }
                 // `(0..n).map(search_one)`: a local closure run on each
                 // element.
-                (Expr::Path(path), Some(_))
-                    if path.path.get_ident().is_some_and(|i| {
-                        matches!(self.lookup(&i.to_string()), Some(Val::Closure(_)))
-                    }) =>
-                {
-                    let closure = path.path.get_ident().map(ToString::to_string);
-                    if let Some(Val::Closure(id)) = closure.and_then(|n| self.lookup(&n).cloned()) {
+                (Expr::Path(path), Some(_)) if self.local_closure(path).is_some() => {
+                    if let Some(id) = self.local_closure(path) {
                         let line = path.path.segments[0].ident.span().start().line;
-                        self.closure_handed_to_adapter(
-                            id,
-                            line,
-                            matches!(name.as_str(), "for_each" | "try_for_each"),
-                        );
+                        let statement = matches!(name.as_str(), "for_each" | "try_for_each");
+                        self.closure_handed_to_adapter(id, line, statement);
                     }
                     Val::Unknown
                 }
