@@ -516,10 +516,11 @@ fn judge_hot(
 }
 
 /// The loop a read counts in when its own loop is a short sequence
-/// fixed in the source that runs no step (`for i in 0..8` over a model's
-/// eight outputs, `for key in ["w1", "b1"]`) and it reads a whole tensor
-/// each time round, not one element of one: the loop around that one (or
-/// none). `None` where the read's own loop counts.
+/// fixed in the source that runs no step and encloses none (`for i in
+/// 0..8` over a model's eight outputs, `for key in ["w1", "b1"]`) and it
+/// reads a whole value bound anew each time round, not one element of a
+/// tensor nor a value from outside: the loop around that one (or none).
+/// `None` where the read's own loop counts.
 fn lifted_loop(
     site: &Site,
     facts: &FileFacts,
