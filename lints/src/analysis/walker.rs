@@ -1423,42 +1423,28 @@ impl<'a> Walker<'a> {
             .cloned()
             .collect();
         for mut site in sites {
-            site.context = Context {
-                periodic: site
-                    .context
-                    .periodic
-                    .take()
-                    .or(self.fn_state.context.periodic.clone()),
-                cold: site
-                    .context
-                    .cold
-                    .take()
-                    .or(self.fn_state.context.cold.clone()),
-                statement_line: site.context.statement_line,
-                statement: site.context.statement,
-                ..self.fn_state.context.clone()
-            };
+            site.context = self.replayed_context(site.context);
             self.push_site(site);
         }
         for mut call in calls {
-            call.context = Context {
-                periodic: call
-                    .context
-                    .periodic
-                    .take()
-                    .or(self.fn_state.context.periodic.clone()),
-                cold: call
-                    .context
-                    .cold
-                    .take()
-                    .or(self.fn_state.context.cold.clone()),
-                statement_line: call.context.statement_line,
-                statement: call.context.statement,
-                ..self.fn_state.context.clone()
-            };
+            call.context = self.replayed_context(call.context);
             self.facts.calls.push(call);
         }
         self.exit_loop(saved);
+    }
+
+    /// The context of something recorded in a closure's body, replayed
+    /// where the walk is now: its own statement, guard and coldness, and
+    /// the walk's loop, function and the guard or coldness it adds.
+    fn replayed_context(&self, body: Context) -> Context {
+        let here = &self.fn_state.context;
+        Context {
+            periodic: body.periodic.or_else(|| here.periodic.clone()),
+            cold: body.cold.or_else(|| here.cold.clone()),
+            statement_line: body.statement_line,
+            statement: body.statement,
+            ..here.clone()
+        }
     }
 
     /// A local closure whose body syncs, called inside a loop: reported at
