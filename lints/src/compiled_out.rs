@@ -6,9 +6,11 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use crate::analysis::facts::Cold;
 use crate::analysis::hot_path::{attrs_cold, Features};
+use crate::analysis::scope::Target;
 use crate::engine::Scanned;
 
 /// How far up a module tree the declarations are followed.
@@ -84,6 +86,183 @@ fn cold_module(
         current = declaring?;
     }
     None
+}
+
+/// The files of a walked tree that no `mod` item declares (`src/old/main.rs`
+/// beside a `src/main.rs` that has no `mod old`, `src/train_v1.rs` that
+/// nothing names): cargo never compiles them, so they have nothing to
+/// report and no function of theirs is called. A file a `#[path]`
+/// attribute or an `include!` above it names counts as compiled, and so
+/// does one whose directory's module may be declared inline.
+pub(crate) fn undeclared(scanned: &[Scanned<'_>]) -> Vec<usize> {
+    let by_path: HashMap<PathBuf, usize> = scanned
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.path.clone(), i))
+        .collect();
+    let mut texts: HashMap<PathBuf, Option<Rc<str>>> = HashMap::new();
+    let mut known: HashMap<usize, bool> = HashMap::new();
+    (0..scanned.len())
+        .filter(|&i| {
+            scanned[i].facts.is_some()
+                && declared(i, scanned, &by_path, &mut texts, &mut known, 0) == Some(false)
+        })
+        .collect()
+}
+
+/// Whether the file at `index` is declared by a chain of `mod` items from
+/// its target's root: `None` where that cannot be told from the text.
+fn declared(
+    index: usize,
+    scanned: &[Scanned<'_>],
+    by_path: &HashMap<PathBuf, usize>,
+    texts: &mut HashMap<PathBuf, Option<Rc<str>>>,
+    known: &mut HashMap<usize, bool>,
+    depth: usize,
+) -> Option<bool> {
+    if let Some(&answer) = known.get(&index) {
+        return Some(answer);
+    }
+    let file = &scanned[index];
+    let scope = &file.placement.scope;
+    if file.placement.member.crate_root.is_none()
+        || !matches!(
+            scope.target,
+            Target::Lib | Target::Bin(_) | Target::Example(_) | Target::Bench(_)
+        )
+        || depth > MAX_LEVELS
+    {
+        return None;
+    }
+    if scope.module.is_empty() {
+        return Some(true);
+    }
+    let path = &file.path;
+    let stem = path.file_stem()?.to_str()?;
+    let dir = path.parent()?;
+    let (name, dir) = if stem == "mod" {
+        (dir.file_name()?.to_str()?, dir.parent()?)
+    } else {
+        (stem, dir)
+    };
+    let mut texts_at = |dir: &Path, skip: &Path| -> Vec<(PathBuf, Rc<str>)> {
+        module_files(dir)
+            .into_iter()
+            .filter(|candidate| candidate != skip)
+            .filter_map(|candidate| {
+                let text = texts
+                    .entry(candidate.clone())
+                    .or_insert_with(|| text_of(&candidate, scanned, by_path).map(Rc::from))
+                    .clone()?;
+                Some((candidate, text))
+            })
+            .collect()
+    };
+    if named_by_path(
+        path,
+        file.placement.member.crate_root.as_deref()?,
+        &mut texts_at,
+    ) {
+        return Some(true);
+    }
+    let parents = texts_at(dir, path);
+    let answer = if parents.is_empty() {
+        // No file for the directory's module: it is declared inline one
+        // level up (`mod old { mod net; }`), or not at all.
+        let own = dir.file_name()?.to_str()?;
+        let above = texts_at(dir.parent()?, path);
+        if above.is_empty() || above.iter().any(|(_, text)| declares(text, own)) {
+            return None;
+        }
+        false
+    } else {
+        match parents.iter().find(|(_, text)| declares(text, name)) {
+            None => false,
+            Some((parent, _)) => {
+                let parent = *by_path.get(parent)?;
+                declared(parent, scanned, by_path, texts, known, depth + 1)?
+            }
+        }
+    };
+    known.insert(index, answer);
+    Some(answer)
+}
+
+/// Whether a module file of a directory above `path` (up to the crate
+/// root) brings it in by name: `#[path = "moved/legacy.rs"] mod legacy;`
+/// or `include!("parts/layers.rs")`.
+fn named_by_path(
+    path: &Path,
+    crate_root: &Path,
+    texts_at: &mut impl FnMut(&Path, &Path) -> Vec<(PathBuf, Rc<str>)>,
+) -> bool {
+    let mut dir = path.parent();
+    while let Some(current) = dir {
+        let named = texts_at(current, path).iter().any(|(_, text)| {
+            quoted_paths(text).any(|quoted| {
+                let quoted: PathBuf = Path::new(quoted)
+                    .components()
+                    .filter(|c| matches!(c, std::path::Component::Normal(_)))
+                    .collect();
+                !quoted.as_os_str().is_empty() && path.ends_with(&quoted)
+            })
+        });
+        if named {
+            return true;
+        }
+        if current == crate_root {
+            break;
+        }
+        dir = current.parent();
+    }
+    false
+}
+
+/// The paths in a file's `#[path = ".."]` attributes and `include!("..")`
+/// calls.
+fn quoted_paths(text: &str) -> impl Iterator<Item = &str> {
+    ["#[path", "include!("].into_iter().flat_map(move |marker| {
+        text.match_indices(marker).filter_map(move |(at, _)| {
+            let rest = text[at + marker.len()..].trim_start();
+            let rest = rest.strip_prefix('=').unwrap_or(rest).trim_start();
+            let rest = rest.strip_prefix('"')?;
+            rest.find('"').map(|close| &rest[..close])
+        })
+    })
+}
+
+/// The files that can declare the modules of directory `dir`:
+/// `dir/mod.rs`, `dir.rs` beside it, and a target root's `lib.rs` or
+/// `main.rs` in it.
+fn module_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = vec![dir.join("mod.rs"), dir.join("lib.rs"), dir.join("main.rs")];
+    if let (Some(parent), Some(own)) = (dir.parent(), dir.file_name()) {
+        let mut file = own.to_os_string();
+        file.push(".rs");
+        files.push(parent.join(file));
+    }
+    files
+}
+
+/// Whether `text` names module `name` in a `mod` item, in any form
+/// (`pub(in crate) mod name;`, `mod name {`, inside a macro).
+fn declares(text: &str, name: &str) -> bool {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices("mod").any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let rest = &text[at + 3..];
+        let trimmed = rest.trim_start();
+        !before.is_some_and(ident)
+            && trimmed.len() < rest.len()
+            && trimmed
+                .strip_prefix(name)
+                .or_else(|| {
+                    trimmed
+                        .strip_prefix("r#")
+                        .and_then(|t| t.strip_prefix(name))
+                })
+                .is_some_and(|after| !after.starts_with(ident))
+    })
 }
 
 /// A file's text: kept from the walk, or read from disk (not over 4 MiB).
@@ -195,6 +374,30 @@ fn attributes_cold(attributes: &str, name: &str, features: &Features) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mod_item_in_any_form_declares_its_module() {
+        assert!(declares("mod net;\n", "net"));
+        assert!(declares("pub(in crate::agent) mod  net ;", "net"));
+        assert!(declares("mod nested {\n    pub mod net;\n}", "net"));
+        assert!(declares(
+            "cfg_if! { if #[cfg(unix)] { mod r#net; } }",
+            "net"
+        ));
+        assert!(!declares("mod network;\n", "net"));
+        assert!(!declares("// the model\nuse crate::net;\n", "net"));
+        assert!(!declares("fn model() {}\nlet net = 1;", "net"));
+    }
+
+    #[test]
+    fn path_attributes_and_includes_name_files() {
+        let text = "#[path = \"moved/legacy.rs\"]\nmod legacy;\ninclude!(\"parts/layers.rs\");\n\
+                    include!(concat!(env!(\"OUT_DIR\"), \"/gen.rs\"));";
+        assert_eq!(
+            quoted_paths(text).collect::<Vec<_>>(),
+            ["moved/legacy.rs", "parts/layers.rs"]
+        );
+    }
 
     #[test]
     fn declarations_carry_the_attributes_above_and_before_them() {

@@ -177,6 +177,13 @@ fn run(
         files_parsed: scanned.iter().filter(|s| s.facts.is_some()).count(),
         ..Report::default()
     };
+    // A file of a walked tree that no `mod` item declares is never
+    // compiled either: it reports nothing, and nothing calls into it.
+    if whole {
+        for i in crate::compiled_out::undeclared(&scanned) {
+            scanned[i].facts = None;
+        }
+    }
     for file in &mut scanned {
         errors.extend(file.error.take());
         if let Some(facts) = &file.facts {

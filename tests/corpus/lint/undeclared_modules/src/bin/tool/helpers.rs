@@ -1,0 +1,8 @@
+use tch::{Device, Kind, Tensor};
+
+pub fn run(device: Device, steps: usize) {
+    let xs = Tensor::ones([8], (Kind::Float, device));
+    for _ in 0..steps {
+        println!("{}", xs.max().double_value(&[])); //~ warning host-sync
+    }
+}

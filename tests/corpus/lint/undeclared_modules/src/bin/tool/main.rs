@@ -1,0 +1,5 @@
+mod helpers;
+
+fn main() {
+    helpers::run(tch::Device::cuda_if_available(), 10);
+}

@@ -1,0 +1,3 @@
+mod net;
+
+pub use net::Agent;
