@@ -420,6 +420,12 @@ impl Walker<'_> {
                 self.fn_state.context.cold = cfg_macro_cold(&m.mac, self.features);
             }
         }
+        // A branch taken only once a value has gone bad (`if loss.is_nan()
+        // || loss.is_infinite() { ..diagnostics..; continue }`) runs once
+        // something has failed, like an error's message.
+        if is_anomaly_check(&i.cond) && self.fn_state.context.cold.is_none() {
+            self.fn_state.context.cold = Some(Cold::Failure);
+        }
         // A branch the file's boolean constants turn off never runs.
         let truth = self.constant_truth(&i.cond);
         if truth == Some(false) && self.fn_state.context.cold.is_none() {
@@ -771,5 +777,25 @@ impl Walker<'_> {
             (Some("Kind"), _) => Val::Other,
             _ => self.consts.get(&last).cloned().unwrap_or(Val::Unknown),
         }
+    }
+}
+
+/// Whether a condition holds only once a host number has gone bad: a
+/// disjunction of `x.is_nan()`, `x.is_infinite()` and `!x.is_finite()`
+/// checks, or a conjunction with one among its terms.
+fn is_anomaly_check(cond: &Expr) -> bool {
+    match cond {
+        Expr::Paren(p) => is_anomaly_check(&p.expr),
+        Expr::MethodCall(m) => {
+            m.args.is_empty() && matches!(m.method.to_string().as_str(), "is_nan" | "is_infinite")
+        }
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Not(_)) => matches!(&*u.expr,
+            Expr::MethodCall(m) if m.args.is_empty() && m.method == "is_finite"),
+        Expr::Binary(b) => match b.op {
+            BinOp::Or(_) => is_anomaly_check(&b.left) && is_anomaly_check(&b.right),
+            BinOp::And(_) => is_anomaly_check(&b.left) || is_anomaly_check(&b.right),
+            _ => false,
+        },
+        _ => false,
     }
 }
