@@ -1124,18 +1124,30 @@ impl<'a> CrateIndex<'a> {
         if by_name.is_empty() || texts.iter().any(Option::is_none) {
             return HashMap::new();
         }
+        // A name only methods bear is used through a receiver or a path
+        // (`pool.stats()`, `Pool::stats`): a local `stats` names nothing.
+        let methods_only: HashSet<&str> = by_name
+            .iter()
+            .filter(|(_, ids)| ids.iter().all(|&id| self.function(id).owner.is_some()))
+            .map(|(&name, _)| name)
+            .collect();
         let mut uses: HashMap<&str, usize> = HashMap::new();
         for text in texts.iter().flatten() {
             let code = crate::prefilter::without_comments_and_literals(text);
             let mut previous = "";
             let mut rest = code.as_str();
             while let Some(start) = rest.find(|c: char| c.is_alphanumeric() || c == '_') {
+                let before = rest[..start].trim_end().chars().next_back();
                 let tail = &rest[start..];
                 let end = tail
                     .find(|c: char| !(c.is_alphanumeric() || c == '_'))
                     .unwrap_or(tail.len());
                 let word = &tail[..end];
                 rest = &tail[end..];
+                if methods_only.contains(word) && !matches!(before, Some('.' | ':')) {
+                    previous = word;
+                    continue;
+                }
                 // An import runs nothing: `use a::{train, eval};` is
                 // skipped, a re-export (`pub use`) is kept as a use.
                 if word == "use" && previous != "pub" {

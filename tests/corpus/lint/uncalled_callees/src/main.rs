@@ -2,6 +2,7 @@
 //! commented out, and an import names the search without calling it. A
 //! recursive replay that only calls itself never runs either.
 
+mod pool;
 mod search;
 mod trainers;
 
@@ -36,5 +37,6 @@ fn main() {
     let positions = Tensor::rand([64, 4], (Kind::Float, device));
     let score = run_batched(&net, &positions, 100);
     let loss = trainers::supervised::train(&vs, &net, 100);
-    println!("{score} {loss}");
+    let hits = pool::drive(device, 100);
+    println!("{score} {loss} {hits}");
 }
