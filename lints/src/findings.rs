@@ -599,7 +599,13 @@ fn judge(
         })
         .or_else(|| {
             (loop_level.request && !read.piecewise).then(|| {
-                format!("runs once per request taken by the loop at line {loop_line}")
+                if facts.loops[loop_id].timed && !facts.loops[loop_id].request {
+                    format!(
+                        "runs once per request of the latency benchmark at line {loop_line}, which is timed whole"
+                    )
+                } else {
+                    format!("runs once per request taken by the loop at line {loop_line}")
+                }
             })
         })
         .or_else(|| read.steps_inside.clone())

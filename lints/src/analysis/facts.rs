@@ -228,6 +228,15 @@ pub struct LoopFacts {
     /// model.forward_one(&next, &mut cache)`). A generation loop: each
     /// iteration is one step, whatever loops the functions it calls run.
     pub feeds_back: bool,
+    /// Its body assigns a name bound before it (`token = next`): each
+    /// iteration hands a value on to the next.
+    pub carries: bool,
+    /// It repeats its body a count of times (`for _ in 0..n`), outside any
+    /// other loop, between an `Instant::now()` bound before it and that
+    /// instant's `elapsed()` after it, in one block, and hands nothing on
+    /// from one iteration to the next: a latency benchmark, each iteration
+    /// one request whose answer is timed.
+    pub timed: bool,
 }
 
 /// A syntactic type, classified.

@@ -34,9 +34,9 @@ mod syntax;
 
 pub(crate) use syntax::first_span;
 use syntax::{
-    diverges, expr_attrs, is_part, is_some_pattern, param_of, path_has_segment, rebinds_a_name,
-    root_ident, set_on_device, splits_a_tensor, strip_references, takes_a_lock, takes_next,
-    type_args, type_name,
+    diverges, expr_attrs, is_part, is_some_pattern, param_of, path_has_segment, reads_elapsed,
+    rebinds_a_name, root_ident, set_on_device, splits_a_tensor, starts_a_timer, strip_references,
+    takes_a_lock, takes_next, type_args, type_name,
 };
 
 /// How deep the walker follows nested expressions before giving up on the
@@ -1054,8 +1054,29 @@ impl<'a> Walker<'a> {
         );
         let saved_periodic = self.fn_state.context.periodic.clone();
         let mut value = Val::Other;
-        for stmt in &block.stmts {
+        let mut timers: Vec<String> = Vec::new();
+        for (i, stmt) in block.stmts.iter().enumerate() {
+            let first_loop = self.facts.loops.len();
             value = self.stmt(stmt);
+            // `let start = Instant::now(); for _ in 0..n { .. } start.elapsed()`:
+            // a count of repetitions, outside any other loop, timed whole.
+            let repetitions = matches!(stmt, Stmt::Expr(Expr::ForLoop(f), _)
+                if matches!(&*f.pat, Pat::Wild(_))
+                    || matches!(&*f.pat, Pat::Ident(i) if i.ident.to_string().starts_with('_')));
+            if repetitions
+                && first_loop < self.facts.loops.len()
+                && self.facts.loops[first_loop].repeats
+                && self.facts.loops[first_loop].parent.is_none()
+                && !self.facts.loops[first_loop].carries
+                && timers
+                    .iter()
+                    .any(|timer| reads_elapsed(&block.stmts[i + 1..], timer))
+            {
+                self.facts.loops[first_loop].timed = true;
+            }
+            if let Some(timer) = starts_a_timer(stmt) {
+                timers.push(timer);
+            }
             self.fn_state.context.cold = saved.2.clone();
             // `if sample.is_some() { return sample; }` with `sample` the next
             // item of a loader: what follows runs only once the data ran out.

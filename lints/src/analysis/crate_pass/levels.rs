@@ -237,7 +237,11 @@ impl CrateIndex<'_> {
                             && (facts.sends || hands_on[file][id]);
                         out.push(LoopLevel {
                             per_epoch: if step_loop { None } else { steps.encloses },
-                            request: facts.request && !runs_update && !stage,
+                            // A latency benchmark's iterations are requests
+                            // too, unless each feeds the next (generation).
+                            request: (facts.request || (facts.timed && !generation))
+                                && !runs_update
+                                && !stage,
                             stepless: parent_stepless && !runs_update && !runs_forward && !stage,
                             runs_steps: runs_update || runs_forward,
                             generation,

@@ -41,8 +41,12 @@ impl Walker<'_> {
             }
             Expr::Assign(a) => {
                 let value = self.expr(&a.right);
-                if runs_a_model(&a.right) && self.assigns_from_before_loop(&a.left) {
-                    self.mark_loop(|l| l.feeds_back = true);
+                if self.assigns_from_before_loop(&a.left) {
+                    let model = runs_a_model(&a.right);
+                    self.mark_loop(|l| {
+                        l.carries = true;
+                        l.feeds_back |= model;
+                    });
                 }
                 match &*a.left {
                     Expr::Path(p) if p.path.segments.len() == 1 && p.qself.is_none() => {

@@ -1043,6 +1043,84 @@ pub(super) fn takes_a_lock(expr: &Expr) -> bool {
     }
 }
 
+/// The name a statement binds to `Instant::now()` (`let start =
+/// std::time::Instant::now();`).
+pub(super) fn starts_a_timer(stmt: &Stmt) -> Option<String> {
+    let Stmt::Local(local) = stmt else {
+        return None;
+    };
+    let Pat::Ident(name) = &local.pat else {
+        return None;
+    };
+    let init = &local.init.as_ref()?.expr;
+    let Expr::Call(call) = &**init else {
+        return None;
+    };
+    let Expr::Path(path) = &*call.func else {
+        return None;
+    };
+    let segments: Vec<String> = path
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    (call.args.is_empty() && segments.ends_with(&["Instant".to_owned(), "now".to_owned()]))
+        .then(|| name.ident.to_string())
+}
+
+/// Whether statements read how long ago `timer` started: `timer.elapsed()`,
+/// `x.duration_since(timer)`, or `Instant::now() - timer`.
+pub(super) fn reads_elapsed(stmts: &[Stmt], timer: &str) -> bool {
+    struct Elapsed<'a> {
+        timer: &'a str,
+        found: bool,
+    }
+    impl<'ast> syn::visit::Visit<'ast> for Elapsed<'_> {
+        fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+            let on_timer = matches!(strip_references(&m.receiver), Expr::Path(p) if p.path.is_ident(self.timer));
+            let since = m.method == "duration_since"
+                && m.args.iter().any(
+                    |a| matches!(strip_references(a), Expr::Path(p) if p.path.is_ident(self.timer)),
+                );
+            if (on_timer && m.method == "elapsed") || since {
+                self.found = true;
+            }
+            syn::visit::visit_expr_method_call(self, m);
+        }
+        fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
+            if matches!(b.op, BinOp::Sub(_))
+                && matches!(strip_references(&b.right), Expr::Path(p) if p.path.is_ident(self.timer))
+            {
+                self.found = true;
+            }
+            syn::visit::visit_expr_binary(self, b);
+        }
+        fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+            // `println!("{:?}", start.elapsed())`: the arguments of a
+            // format macro are expressions.
+            if let Ok(args) = mac.parse_body_with(
+                syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated,
+            ) {
+                for arg in &args {
+                    syn::visit::Visit::visit_expr(self, arg);
+                }
+            }
+        }
+    }
+    let mut visitor = Elapsed {
+        timer,
+        found: false,
+    };
+    for stmt in stmts {
+        syn::visit::Visit::visit_stmt(&mut visitor, stmt);
+        if visitor.found {
+            return true;
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
