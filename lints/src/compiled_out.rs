@@ -91,7 +91,7 @@ fn cold_module(
 /// The files of a walked tree that no `mod` item declares (`src/old/main.rs`
 /// beside a `src/main.rs` that has no `mod old`, `src/train_v1.rs` that
 /// nothing names): cargo never compiles them, so they have nothing to
-/// report and no function of theirs is called. A file a `#[path]`
+/// report (not even a parse error) and no function of theirs is called. A file a `#[path]`
 /// attribute or an `include!` above it names counts as compiled, and so
 /// does one whose directory's module may be declared inline.
 pub(crate) fn undeclared(scanned: &[Scanned<'_>]) -> Vec<usize> {
@@ -104,7 +104,7 @@ pub(crate) fn undeclared(scanned: &[Scanned<'_>]) -> Vec<usize> {
     let mut known: HashMap<usize, bool> = HashMap::new();
     (0..scanned.len())
         .filter(|&i| {
-            scanned[i].facts.is_some()
+            (scanned[i].facts.is_some() || scanned[i].error.is_some())
                 && declared(i, scanned, &by_path, &mut texts, &mut known, 0) == Some(false)
         })
         .collect()

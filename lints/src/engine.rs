@@ -102,7 +102,7 @@ pub(crate) struct Scanned<'a> {
     text: Option<Cow<'a, str>>,
     read: bool,
     pub(crate) facts: Option<FileFacts>,
-    error: Option<FileError>,
+    pub(crate) error: Option<FileError>,
 }
 
 impl Scanned<'_> {
@@ -157,10 +157,18 @@ fn run(
     // (`old/main2.rs` beside `src/`, not a declared target or `build.rs`),
     // or of a crate its workspace does not hold, is never compiled, so it
     // has nothing to report. A file handed over by name is linted as asked.
+    // So is a loose file of a walked tree that holds crates, outside all of
+    // them (`snippets/notes.rs` beside `inference/Cargo.toml`); a tree of
+    // loose files only is linted as it is.
+    let holds_crates = placements.iter().any(|p| p.member.crate_root.is_some());
     let (inputs, placements): (Vec<Input<'_>>, Vec<Placement>) = inputs
         .into_iter()
         .zip(placements)
-        .filter(|(_, placement)| !(whole && placement.never_compiled()))
+        .filter(|(_, placement)| {
+            !(whole
+                && (placement.never_compiled()
+                    || (holds_crates && placement.member.crate_root.is_none())))
+        })
         .unzip();
     let pool = rayon::ThreadPoolBuilder::new()
         .stack_size(WORKER_STACK_SIZE)
@@ -182,6 +190,7 @@ fn run(
     if whole {
         for i in crate::compiled_out::undeclared(&scanned) {
             scanned[i].facts = None;
+            scanned[i].error = None;
         }
     }
     for file in &mut scanned {

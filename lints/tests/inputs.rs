@@ -278,3 +278,66 @@ fn a_file_outside_every_target_is_left_out_of_a_walk_only() {
     let named = lint_paths(&[dir.path().join("old/main2.rs")], &Config::default());
     assert_eq!(named.findings.len(), 1, "{:?}", named.findings);
 }
+
+/// A loose file beside the crates of a walked tree, outside all of them
+/// (`snippets/notes.rs` next to `inference/Cargo.toml`), is never
+/// compiled: not even its parse error is reported. A tree of loose files
+/// only is linted as it is, parse errors included.
+#[test]
+fn a_loose_file_beside_crates_is_left_out_of_a_walk() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("inference/src")).unwrap();
+    std::fs::create_dir_all(dir.path().join("snippets")).unwrap();
+    std::fs::write(
+        dir.path().join("inference/Cargo.toml"),
+        "[package]\nname = \"inference\"\nversion = \"0.1.0\"\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("inference/src/lib.rs"), GOOD).unwrap();
+    std::fs::write(
+        dir.path().join("snippets/notes.rs"),
+        b"use tch::Tensor;\nif ready {\n    run();\n",
+    )
+    .unwrap();
+    let walked = lint_paths(&[dir.path().to_owned()], &Config::default());
+    assert!(walked.errors.is_empty(), "{:?}", walked.errors);
+    assert_eq!(walked.files_scanned, 1);
+    assert_ne!(walked.exit_code(), FAILURE);
+    let loose = lint_paths(&[dir.path().join("snippets")], &Config::default());
+    let (file, _, message) = only_error(&loose);
+    assert!(file.ends_with("snippets/notes.rs"));
+    assert!(message.starts_with("could not parse: "), "{message}");
+}
+
+/// A file of a crate that no `mod` item declares is never compiled, so a
+/// walk reports nothing of it, not even a parse error; handed over by
+/// name, it is linted as asked.
+#[test]
+fn an_undeclared_file_reports_no_parse_error_in_a_walk() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("src/example")).unwrap();
+    std::fs::write(
+        dir.path().join("Cargo.toml"),
+        "[package]\nname = \"serving\"\nversion = \"0.1.0\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("src/main.rs"),
+        format!("{GOOD}fn main() {{}}\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("src/example/main.rs"),
+        b"use tch::Tensor;\nmod example::{\n    mnist,\n};\n",
+    )
+    .unwrap();
+    let walked = lint_paths(&[dir.path().to_owned()], &Config::default());
+    assert!(walked.errors.is_empty(), "{:?}", walked.errors);
+    assert_ne!(walked.exit_code(), FAILURE);
+    let named = lint_paths(
+        &[dir.path().join("src/example/main.rs")],
+        &Config::default(),
+    );
+    let (_, _, message) = only_error(&named);
+    assert!(message.starts_with("could not parse: "), "{message}");
+}
