@@ -63,14 +63,8 @@ fn cold_module(
         } else {
             (stem, dir)
         };
-        let mut candidates = vec![dir.join("mod.rs"), dir.join("lib.rs"), dir.join("main.rs")];
-        if let (Some(parent), Some(own)) = (dir.parent(), dir.file_name()) {
-            let mut file = own.to_os_string();
-            file.push(".rs");
-            candidates.push(parent.join(file));
-        }
         let mut declaring = None;
-        for candidate in candidates {
+        for candidate in module_files(dir) {
             let text = texts
                 .entry(candidate.clone())
                 .or_insert_with(|| text_of(&candidate, scanned, by_path));
