@@ -139,47 +139,55 @@ fn declared(
     } else {
         (stem, dir)
     };
-    let mut texts_at = |dir: &Path, skip: &Path| -> Vec<(PathBuf, Rc<str>)> {
-        module_files(dir)
-            .into_iter()
-            .filter(|candidate| candidate != skip)
-            .filter_map(|candidate| {
-                let text = texts
-                    .entry(candidate.clone())
-                    .or_insert_with(|| text_of(&candidate, scanned, by_path).map(Rc::from))
-                    .clone()?;
-                Some((candidate, text))
-            })
-            .collect()
-    };
-    if named_by_path(
-        path,
-        file.placement.member.crate_root.as_deref()?,
-        &mut texts_at,
-    ) {
-        return Some(true);
-    }
-    let parents = texts_at(dir, path);
-    let answer = if parents.is_empty() {
+    let parents = module_texts(dir, path, texts, scanned, by_path);
+    let declaring = parents.iter().find(|(_, text)| declares(text, name));
+    let answer = match declaring {
         // No file for the directory's module: it is declared inline one
         // level up (`mod old { mod net; }`), or not at all.
-        let own = dir.file_name()?.to_str()?;
-        let above = texts_at(dir.parent()?, path);
-        if above.is_empty() || above.iter().any(|(_, text)| declares(text, own)) {
-            return None;
-        }
-        false
-    } else {
-        match parents.iter().find(|(_, text)| declares(text, name)) {
-            None => false,
-            Some((parent, _)) => {
-                let parent = *by_path.get(parent)?;
-                declared(parent, scanned, by_path, texts, known, depth + 1)?
+        None if parents.is_empty() => {
+            let own = dir.file_name()?.to_str()?;
+            let above = module_texts(dir.parent()?, path, texts, scanned, by_path);
+            if above.is_empty() || above.iter().any(|(_, text)| declares(text, own)) {
+                return None;
             }
+            false
+        }
+        None => false,
+        Some((parent, _)) => {
+            let parent = *by_path.get(parent)?;
+            declared(parent, scanned, by_path, texts, known, depth + 1)?
         }
     };
+    // Where no chain of `mod` items reaches it, a `#[path]` or an
+    // `include!` above it may: asked only then.
+    let crate_root = file.placement.member.crate_root.as_deref()?;
+    let answer = answer
+        || named_by_path(path, crate_root, &mut |dir, skip| {
+            module_texts(dir, skip, texts, scanned, by_path)
+        });
     known.insert(index, answer);
     Some(answer)
+}
+
+/// The texts of the module files of `dir` that exist, other than `skip`.
+fn module_texts(
+    dir: &Path,
+    skip: &Path,
+    texts: &mut HashMap<PathBuf, Option<Rc<str>>>,
+    scanned: &[Scanned<'_>],
+    by_path: &HashMap<PathBuf, usize>,
+) -> Vec<(PathBuf, Rc<str>)> {
+    module_files(dir)
+        .into_iter()
+        .filter(|candidate| candidate != skip)
+        .filter_map(|candidate| {
+            let text = texts
+                .entry(candidate.clone())
+                .or_insert_with(|| text_of(&candidate, scanned, by_path).map(Rc::from))
+                .clone()?;
+            Some((candidate, text))
+        })
+        .collect()
 }
 
 /// Whether a module file of a directory above `path` (up to the crate

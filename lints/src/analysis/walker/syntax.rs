@@ -1059,14 +1059,10 @@ pub(super) fn starts_a_timer(stmt: &Stmt) -> Option<String> {
     let Expr::Path(path) = &*call.func else {
         return None;
     };
-    let segments: Vec<String> = path
-        .path
-        .segments
-        .iter()
-        .map(|s| s.ident.to_string())
-        .collect();
-    (call.args.is_empty() && segments.ends_with(&["Instant".to_owned(), "now".to_owned()]))
-        .then(|| name.ident.to_string())
+    let mut last = path.path.segments.iter().rev().map(|s| &s.ident);
+    let instant_now =
+        last.next().is_some_and(|s| s == "now") && last.next().is_some_and(|s| s == "Instant");
+    (call.args.is_empty() && instant_now).then(|| name.ident.to_string())
 }
 
 /// Whether statements read how long ago `timer` started: `timer.elapsed()`,
@@ -1076,22 +1072,23 @@ pub(super) fn reads_elapsed(stmts: &[Stmt], timer: &str) -> bool {
         timer: &'a str,
         found: bool,
     }
+    impl Elapsed<'_> {
+        /// `timer` or `&timer`.
+        fn is_timer(&self, expr: &Expr) -> bool {
+            matches!(strip_references(expr), Expr::Path(p) if p.path.is_ident(self.timer))
+        }
+    }
     impl<'ast> syn::visit::Visit<'ast> for Elapsed<'_> {
         fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
-            let on_timer = matches!(strip_references(&m.receiver), Expr::Path(p) if p.path.is_ident(self.timer));
-            let since = m.method == "duration_since"
-                && m.args.iter().any(
-                    |a| matches!(strip_references(a), Expr::Path(p) if p.path.is_ident(self.timer)),
-                );
-            if (on_timer && m.method == "elapsed") || since {
+            let elapsed = m.method == "elapsed" && self.is_timer(&m.receiver);
+            let since = m.method == "duration_since" && m.args.iter().any(|a| self.is_timer(a));
+            if elapsed || since {
                 self.found = true;
             }
             syn::visit::visit_expr_method_call(self, m);
         }
         fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
-            if matches!(b.op, BinOp::Sub(_))
-                && matches!(strip_references(&b.right), Expr::Path(p) if p.path.is_ident(self.timer))
-            {
+            if matches!(b.op, BinOp::Sub(_)) && self.is_timer(&b.right) {
                 self.found = true;
             }
             syn::visit::visit_expr_binary(self, b);
