@@ -85,6 +85,73 @@ pub(crate) fn collect(
     out
 }
 
+/// Puts out of the hot path the branches on a `bool` parameter that no
+/// call takes (`if debug { .. }` where every call passes `false`), in each
+/// workspace read whole (`dirs` as for [`collect`]), where every call is
+/// seen: what they hold becomes [`Cold::FixedArgument`] code.
+pub(crate) fn settle_flags(scanned: &mut [Scanned<'_>], dirs: Option<&[PathBuf]>) {
+    let Some(dirs) = dirs else {
+        return;
+    };
+    // (position in `scanned`, a call rather than a site, its index, why).
+    let mut settled: Vec<(usize, bool, usize, Cold)> = Vec::new();
+    for (workspace, members) in group_by_workspace(scanned) {
+        let read_whole = workspace
+            .as_ref()
+            .is_some_and(|root| dirs.iter().any(|d| root.starts_with(d)));
+        let guarded = |facts: &FileFacts| {
+            let open = |c: &Context| c.flag.is_some() && c.cold.is_none();
+            facts.sites.iter().any(|s| open(&s.context))
+                || facts.calls.iter().any(|c| open(&c.context))
+        };
+        if !read_whole
+            || !members
+                .iter()
+                .any(|&m| scanned[m].facts.as_ref().is_some_and(guarded))
+        {
+            continue;
+        }
+        let (positions, index) = workspace_index(scanned, &members);
+        let mut fixed: HashMap<(FnId, usize), Option<bool>> = HashMap::new();
+        let mut decide = |file: usize, context: &Context| -> Option<Cold> {
+            let flag = context.flag.as_ref().filter(|_| context.cold.is_none())?;
+            let id = (file, context.function?);
+            let passed = *fixed
+                .entry((id, flag.param))
+                .or_insert_with(|| index.fixed_argument(id, flag.param));
+            (passed? != flag.on).then(|| Cold::FixedArgument {
+                name: flag.name.clone(),
+                on: flag.on,
+                function: index.function(id).display_name(),
+            })
+        };
+        for (file, &position) in positions.iter().enumerate() {
+            let facts = index.facts(file);
+            for (i, site) in facts.sites.iter().enumerate() {
+                if let Some(cold) = decide(file, &site.context) {
+                    settled.push((position, false, i, cold));
+                }
+            }
+            for (i, call) in facts.calls.iter().enumerate() {
+                if let Some(cold) = decide(file, &call.context) {
+                    settled.push((position, true, i, cold));
+                }
+            }
+        }
+    }
+    for (position, is_call, i, cold) in settled {
+        let Some(facts) = scanned[position].facts.as_mut() else {
+            continue;
+        };
+        let context = if is_call {
+            &mut facts.calls[i].context
+        } else {
+            &mut facts.sites[i].context
+        };
+        context.cold = Some(cold);
+    }
+}
+
 /// Whether these files, a workspace's, are a program (one defines
 /// `fn main`) that names no accelerator anywhere. A file whose text was not
 /// kept is read again; one that cannot be read counts as naming one.
@@ -575,6 +642,10 @@ fn judge(
         }) => Some(format!(
             "runs only when `{condition}` is {}, which the file's constants rule out",
             !otherwise
+        )),
+        Some(Cold::FixedArgument { name, on, function }) => Some(format!(
+            "runs only when `{name}` is {on}, and every call of `{function}` passes {}",
+            !on
         )),
         Some(Cold::Feature(feature)) => Some(format!(
             "only built with the cargo feature `{feature}`, which `default` does not enable"

@@ -1042,6 +1042,31 @@ impl<'a> CrateIndex<'a> {
         std::cell::Ref::map(self.callers.borrow(), |c| c.as_ref().expect("just filled"))
     }
 
+    /// The value every call of `id` passes for its input at `param` (the
+    /// receiver first), where each call outside tests passes the same
+    /// `bool` known there (see [`CallSite::literals`]) and there is one.
+    /// Not asked of trait methods (a `dyn` call reaches them unseen) nor
+    /// of a crate prepared for crates.io, whose callers are elsewhere.
+    pub(crate) fn fixed_argument(&self, id: FnId, param: usize) -> Option<bool> {
+        let function = self.function(id);
+        if function.in_trait || function.trait_impl.is_some() || self.files[id.0].published {
+            return None;
+        }
+        let callers = self.callers();
+        let mut value = None;
+        for &(file, index) in callers.get(&id)? {
+            let call = &self.files[file].facts.calls[index];
+            if matches!(call.context.cold, Some(Cold::Test)) {
+                continue;
+            }
+            let passed = call.literals.get(param).copied().flatten()?;
+            if *value.get_or_insert(passed) != passed {
+                return None;
+            }
+        }
+        value
+    }
+
     /// Functions only test code calls: every call of each (there is at
     /// least one) sits in test code or in another such function. Their
     /// loops run when the tests run, never in a release build. A crate

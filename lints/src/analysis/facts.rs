@@ -55,6 +55,30 @@ pub enum Cold {
         /// The branch is the `else`, run when the condition is false.
         otherwise: bool,
     },
+    /// A branch on a `bool` parameter that every call of its function
+    /// passes the other way (`if debug { .. }` where each call passes
+    /// `false`): no call of the program takes it.
+    FixedArgument {
+        /// The parameter.
+        name: String,
+        /// The value that takes the branch.
+        on: bool,
+        /// The function, as shown.
+        function: String,
+    },
+}
+
+/// A branch taken only when a `bool` parameter of the enclosing function
+/// has one value (`if debug { .. }`, the `else` of `if verbose`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FlagGuard {
+    /// The parameter's position among the function's inputs, the
+    /// receiver first.
+    pub param: usize,
+    /// The parameter's name.
+    pub name: String,
+    /// The value that takes the branch.
+    pub on: bool,
 }
 
 /// Where in the control flow something happens.
@@ -73,6 +97,9 @@ pub struct Context {
     pub statement: usize,
     /// Set when the code does not run in a release hot path.
     pub cold: Option<Cold>,
+    /// The outermost branch on a `bool` parameter of the function around
+    /// here: the crate pass decides whether any call takes it.
+    pub flag: Option<FlagGuard>,
 }
 
 /// How the fix for a read reads.
@@ -160,6 +187,9 @@ pub struct CallSite {
     pub args: Vec<Option<Place>>,
     /// Some argument is a whole loop item (see [`Site::item`]).
     pub item: bool,
+    /// Each argument that is a `bool` known where it is passed (a literal,
+    /// a local bound to one, a constant of the file), aligned with `args`.
+    pub literals: Vec<Option<bool>>,
 }
 
 /// The most iterations of a loop counted as a fixed, unrolled sequence.

@@ -14,8 +14,9 @@ use syn::{
 };
 
 use super::facts::{
-    AliasFacts, CallSite, Callee, Cold, Context, FieldStore, FileFacts, FnFacts, Loc, LoopFacts,
-    Site, StructFacts, TraitFacts, TyKind, UseFacts, CHANNEL, CHANNEL_MESSAGE, FIXED_LOOP_MAX,
+    AliasFacts, CallSite, Callee, Cold, Context, FieldStore, FileFacts, FlagGuard, FnFacts, Loc,
+    LoopFacts, Site, StructFacts, TraitFacts, TyKind, UseFacts, CHANNEL, CHANNEL_MESSAGE,
+    FIXED_LOOP_MAX,
 };
 use super::hot_path::{attrs_cold, cfg_macro_cold, Features};
 use super::types::{
@@ -243,6 +244,15 @@ struct FnState {
     request_items: Vec<String>,
     /// Locals bound to an array literal short enough for a fixed loop.
     arrays: Vec<String>,
+    /// The function's `bool` parameters bound by name and not rebound
+    /// since, with their positions: a branch on one is a [`FlagGuard`].
+    flag_params: Vec<(String, usize)>,
+    /// Locals bound to a `bool` known here (`let show_debug = false;`)
+    /// and not rebound since.
+    bool_locals: Vec<(String, bool)>,
+    /// The known `bool` arguments of the call about to be recorded (see
+    /// [`CallSite::literals`]), set just before it is.
+    call_literals: Vec<Option<bool>>,
 }
 
 /// A read's subject as a loop sees it (see [`Site::item`], [`Site::varies`]).
@@ -678,6 +688,7 @@ impl<'a> Walker<'a> {
                 statement_line: loc.line,
                 statement: self.next_statement,
                 cold,
+                flag: None,
             },
             set_on_device: set_on_device(block),
             ..FnState::default()
@@ -704,6 +715,13 @@ impl<'a> Walker<'a> {
                 FnArg::Typed(pt) => {
                     let value = kind_val(&self.classify(&pt.ty), place);
                     self.bind_pat(&pt.pat, value);
+                    if let (Pat::Ident(p), true) = (&*pt.pat, is_bool(&pt.ty)) {
+                        if p.mutability.is_none() && p.subpat.is_none() {
+                            self.fn_state
+                                .flag_params
+                                .push((p.ident.to_string(), position));
+                        }
+                    }
                 }
             }
         }
@@ -767,6 +785,8 @@ impl<'a> Walker<'a> {
     }
 
     fn bind(&mut self, name: String, value: Val) {
+        self.fn_state.flag_params.retain(|(n, _)| *n != name);
+        self.fn_state.bool_locals.retain(|(n, _)| *n != name);
         let depth = self.fn_state.scopes.len();
         let item = self.fn_state.binding_items;
         let part = self.fn_state.binding_parts;
@@ -1206,6 +1226,14 @@ impl<'a> Walker<'a> {
             (_, value) => value,
         };
         self.bind_pat(&local.pat, value);
+        if let Pat::Ident(p) = &local.pat {
+            if let Some(known) = self
+                .literal_bool(&init.expr)
+                .filter(|_| p.mutability.is_none())
+            {
+                self.fn_state.bool_locals.push((p.ident.to_string(), known));
+            }
+        }
         self.fn_state.binding_parts = false;
         self.fn_state.binding_next = false;
         self.fn_state.binding_computed = false;
@@ -1412,12 +1440,14 @@ impl<'a> Walker<'a> {
 
     fn record_call(&mut self, callee: Callee, loc: Loc, args: Vec<Option<Place>>, item: bool) {
         let index = self.facts.calls.len();
+        let literals = std::mem::take(&mut self.fn_state.call_literals);
         self.facts.calls.push(CallSite {
             callee,
             loc,
             context: self.fn_state.context.clone(),
             args,
             item,
+            literals,
         });
         for &closure in &self.fn_state.open_closures {
             self.fn_state.closure_calls[closure].push(index);
@@ -1462,6 +1492,7 @@ impl<'a> Walker<'a> {
         Context {
             periodic: body.periodic.or_else(|| here.periodic.clone()),
             cold: body.cold.or_else(|| here.cold.clone()),
+            flag: body.flag.or_else(|| here.flag.clone()),
             statement_line: body.statement_line,
             statement: body.statement,
             ..here.clone()
@@ -1494,9 +1525,15 @@ impl<'a> Walker<'a> {
                 .cold
                 .clone()
                 .or(site.context.cold.take());
+            let flag = site
+                .context
+                .flag
+                .take()
+                .or_else(|| self.fn_state.context.flag.clone());
             site.context = Context {
                 periodic,
                 cold,
+                flag,
                 ..self.fn_state.context.clone()
             };
             self.push_site(site);
@@ -1530,6 +1567,57 @@ impl<'a> Walker<'a> {
 
     /// The value a condition has whatever runs, where the file's boolean
     /// constants decide it (`DEBUG`, `!SAVE`, `DEBUG && verbose`).
+    /// A `bool` known where it is written: a literal, a local bound to one
+    /// and not rebound since, or a constant of the file (`false`,
+    /// `show_debug` after `let show_debug = false;`, `!VERBOSE`).
+    pub(crate) fn literal_bool(&self, expr: &Expr) -> Option<bool> {
+        match expr {
+            Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Bool(b),
+                ..
+            }) => Some(b.value),
+            Expr::Path(p) => {
+                let name = p.path.get_ident()?.to_string();
+                let local = self
+                    .fn_state
+                    .bool_locals
+                    .iter()
+                    .rev()
+                    .find(|(n, _)| *n == name);
+                match local {
+                    Some(&(_, known)) => Some(known),
+                    None if self.lookup(&name).is_some() => None,
+                    None => self.flags.get(&name).copied(),
+                }
+            }
+            Expr::Paren(p) => self.literal_bool(&p.expr),
+            Expr::Group(g) => self.literal_bool(&g.expr),
+            Expr::Unary(u) if matches!(u.op, UnOp::Not(_)) => {
+                self.literal_bool(&u.expr).map(|b| !b)
+            }
+            _ => None,
+        }
+    }
+
+    /// The `bool` parameter a condition tests, and the value that makes it
+    /// hold (`debug` holds when `debug` is true, `!quiet` when `quiet` is
+    /// false).
+    pub(crate) fn flag_test(&self, cond: &Expr) -> Option<(usize, String, bool)> {
+        match cond {
+            Expr::Path(p) => {
+                let name = p.path.get_ident()?.to_string();
+                let &(_, position) = self.fn_state.flag_params.iter().find(|(n, _)| *n == name)?;
+                Some((position, name, true))
+            }
+            Expr::Paren(p) => self.flag_test(&p.expr),
+            Expr::Group(g) => self.flag_test(&g.expr),
+            Expr::Unary(u) if matches!(u.op, UnOp::Not(_)) => {
+                self.flag_test(&u.expr).map(|(p, n, on)| (p, n, !on))
+            }
+            _ => None,
+        }
+    }
+
     pub(crate) fn constant_truth(&self, cond: &Expr) -> Option<bool> {
         match cond {
             Expr::Path(p) if p.qself.is_none() => {
@@ -1565,6 +1653,11 @@ impl<'a> Walker<'a> {
         self.fn_state.context.cold = saved;
         value
     }
+}
+
+/// Whether a parameter's type is `bool`.
+fn is_bool(ty: &Type) -> bool {
+    matches!(ty, Type::Path(p) if p.qself.is_none() && p.path.is_ident("bool"))
 }
 
 /// Whether an initialiser is what a free function computes

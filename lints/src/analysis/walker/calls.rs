@@ -230,6 +230,8 @@ impl Walker<'_> {
                 ) =>
             {
                 if name == "new" && qualifier.is_none() {
+                    self.fn_state.call_literals =
+                        c.args.iter().map(|a| self.literal_bool(a)).collect();
                     return self.crate_call(Callee::Free(segments), None, &args, loc, item_args);
                 }
                 args.into_iter().next().unwrap_or(Val::Unknown)
@@ -242,6 +244,7 @@ impl Walker<'_> {
                     }
                     _ => None,
                 };
+                self.fn_state.call_literals = c.args.iter().map(|a| self.literal_bool(a)).collect();
                 match owner {
                     Some(owner) => self.crate_call(
                         Callee::Assoc {
@@ -488,6 +491,9 @@ impl Walker<'_> {
             && !TRANSPARENT.contains(&name.as_str())
             && (!hit || matches!(receiver, Val::Deferred(..)))
         {
+            self.fn_state.call_literals = std::iter::once(None)
+                .chain(m.args.iter().map(|a| self.literal_bool(a)))
+                .collect();
             self.record_call(
                 Callee::Method {
                     receiver: receiver.type_ref(),

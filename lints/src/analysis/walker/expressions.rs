@@ -438,15 +438,39 @@ impl Walker<'_> {
                 otherwise: false,
             });
         }
+        // A branch on a `bool` parameter (`if debug { .. }`): the crate
+        // pass asks whether any call passes the value that takes it.
+        let flag = truth
+            .is_none()
+            .then(|| self.flag_test(&i.cond))
+            .flatten()
+            .filter(|_| self.fn_state.context.flag.is_none());
+        if let Some((param, name, on)) = &flag {
+            self.fn_state.context.flag = Some(FlagGuard {
+                param: *param,
+                name: name.clone(),
+                on: *on,
+            });
+        }
         let then_value = self.block(&i.then_branch);
         self.fn_state.context.cold = saved_cold;
         self.fn_state.context.periodic = saved;
+        if flag.is_some() {
+            self.fn_state.context.flag = None;
+        }
         self.pop_scope();
         match &i.else_branch {
             Some((_, else_expr)) => {
                 // `if let Some(b) = loader.next_batch() { .. } else { .. }`:
                 // the else branch runs once the data ran out.
                 let ran_out = self.data_present(&i.cond);
+                if let Some((param, name, on)) = &flag {
+                    self.fn_state.context.flag = Some(FlagGuard {
+                        param: *param,
+                        name: name.clone(),
+                        on: !on,
+                    });
+                }
                 let else_value = if truth == Some(true) {
                     let disabled = Cold::Disabled {
                         condition: self.source_of(&*i.cond),
@@ -456,6 +480,9 @@ impl Walker<'_> {
                 } else {
                     self.guarded(ran_out, |w| w.expr(else_expr))
                 };
+                if flag.is_some() {
+                    self.fn_state.context.flag = None;
+                }
                 if diverges(&i.then_branch) {
                     else_value
                 } else if expr_diverges(else_expr) {
