@@ -209,8 +209,7 @@ fn run(
             );
         }
     }
-    findings::settle_flags(&mut scanned, dirs);
-    report.findings = findings::collect(&scanned, config, dirs);
+    report.findings = findings::collect(&mut scanned, config, dirs);
     let wanted: HashSet<&Path> = report
         .findings
         .iter()

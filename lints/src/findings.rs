@@ -55,21 +55,50 @@ struct Read {
 /// of the others are not read twice. A workspace walked from its root or
 /// above is read whole, so what nothing in it calls is known too.
 pub(crate) fn collect(
-    scanned: &[Scanned<'_>],
+    scanned: &mut [Scanned<'_>],
     config: &Config,
     dirs: Option<&[PathBuf]>,
 ) -> Vec<Finding> {
+    let workspaces: Vec<(bool, bool, Vec<usize>)> = group_by_workspace(scanned)
+        .into_iter()
+        .map(|(workspace, members)| {
+            let whole = dirs.is_some() && workspace.is_some();
+            let read_whole = workspace
+                .as_ref()
+                .zip(dirs)
+                .is_some_and(|(root, dirs)| dirs.iter().any(|d| root.starts_with(d)));
+            (whole, read_whole, members)
+        })
+        .collect();
     let mut out: Vec<Finding> = Vec::new();
-    for (workspace, members) in group_by_workspace(scanned) {
-        let (positions, mut index) = workspace_index(scanned, &members);
+    for (whole, read_whole, members) in workspaces {
+        let (mut positions, mut index) = workspace_index(scanned, &members);
         if positions.is_empty() {
             continue;
         }
-        let whole = dirs.is_some() && workspace.is_some();
-        let read_whole = workspace
-            .as_ref()
-            .zip(dirs)
-            .is_some_and(|(root, dirs)| dirs.iter().any(|d| root.starts_with(d)));
+        // A branch on a `bool` parameter that no call takes is put out
+        // of the hot path before anything is judged, where every call is
+        // seen; the few workspaces that have one are indexed again.
+        let settled = if read_whole {
+            fixed_flags(&index)
+        } else {
+            Vec::new()
+        };
+        if !settled.is_empty() {
+            drop(index);
+            for (file, is_call, i, cold) in settled {
+                let Some(facts) = scanned[positions[file]].facts.as_mut() else {
+                    continue;
+                };
+                let context = if is_call {
+                    &mut facts.calls[i].context
+                } else {
+                    &mut facts.sites[i].context
+                };
+                context.cold = Some(cold);
+            }
+            (positions, index) = workspace_index(scanned, &members);
+        }
         let members_if_whole = read_whole.then_some(members.as_slice());
         let mut found = workspace_findings(scanned, members_if_whole, &positions, &index, config);
         if whole && !found.is_empty() && cpu_only(scanned, &members) {
@@ -85,71 +114,39 @@ pub(crate) fn collect(
     out
 }
 
-/// Puts out of the hot path the branches on a `bool` parameter that no
-/// call takes (`if debug { .. }` where every call passes `false`), in each
-/// workspace read whole (`dirs` as for [`collect`]), where every call is
-/// seen: what they hold becomes [`Cold::FixedArgument`] code.
-pub(crate) fn settle_flags(scanned: &mut [Scanned<'_>], dirs: Option<&[PathBuf]>) {
-    let Some(dirs) = dirs else {
-        return;
+/// The branches on a `bool` parameter that no call takes (`if debug { .. }`
+/// where every call passes `false`), in a workspace whose every call is
+/// seen: (site or call, its index, why), for the file at each index
+/// position.
+fn fixed_flags(index: &CrateIndex<'_>) -> Vec<(usize, bool, usize, Cold)> {
+    let mut settled = Vec::new();
+    let mut fixed: HashMap<(FnId, usize), Option<bool>> = HashMap::new();
+    let mut decide = |file: usize, context: &Context| -> Option<Cold> {
+        let flag = context.flag.as_ref().filter(|_| context.cold.is_none())?;
+        let id = (file, context.function?);
+        let passed = *fixed
+            .entry((id, flag.param))
+            .or_insert_with(|| index.fixed_argument(id, flag.param));
+        (passed? != flag.on).then(|| Cold::FixedArgument {
+            name: flag.name.clone(),
+            on: flag.on,
+            function: index.function(id).display_name(),
+        })
     };
-    // (position in `scanned`, a call rather than a site, its index, why).
-    let mut settled: Vec<(usize, bool, usize, Cold)> = Vec::new();
-    for (workspace, members) in group_by_workspace(scanned) {
-        let read_whole = workspace
-            .as_ref()
-            .is_some_and(|root| dirs.iter().any(|d| root.starts_with(d)));
-        let guarded = |facts: &FileFacts| {
-            let open = |c: &Context| c.flag.is_some() && c.cold.is_none();
-            facts.sites.iter().any(|s| open(&s.context))
-                || facts.calls.iter().any(|c| open(&c.context))
-        };
-        if !read_whole
-            || !members
-                .iter()
-                .any(|&m| scanned[m].facts.as_ref().is_some_and(guarded))
-        {
-            continue;
-        }
-        let (positions, index) = workspace_index(scanned, &members);
-        let mut fixed: HashMap<(FnId, usize), Option<bool>> = HashMap::new();
-        let mut decide = |file: usize, context: &Context| -> Option<Cold> {
-            let flag = context.flag.as_ref().filter(|_| context.cold.is_none())?;
-            let id = (file, context.function?);
-            let passed = *fixed
-                .entry((id, flag.param))
-                .or_insert_with(|| index.fixed_argument(id, flag.param));
-            (passed? != flag.on).then(|| Cold::FixedArgument {
-                name: flag.name.clone(),
-                on: flag.on,
-                function: index.function(id).display_name(),
-            })
-        };
-        for (file, &position) in positions.iter().enumerate() {
-            let facts = index.facts(file);
-            for (i, site) in facts.sites.iter().enumerate() {
-                if let Some(cold) = decide(file, &site.context) {
-                    settled.push((position, false, i, cold));
-                }
+    for file in 0..index.file_count() {
+        let facts = index.facts(file);
+        for (i, site) in facts.sites.iter().enumerate() {
+            if let Some(cold) = decide(file, &site.context) {
+                settled.push((file, false, i, cold));
             }
-            for (i, call) in facts.calls.iter().enumerate() {
-                if let Some(cold) = decide(file, &call.context) {
-                    settled.push((position, true, i, cold));
-                }
+        }
+        for (i, call) in facts.calls.iter().enumerate() {
+            if let Some(cold) = decide(file, &call.context) {
+                settled.push((file, true, i, cold));
             }
         }
     }
-    for (position, is_call, i, cold) in settled {
-        let Some(facts) = scanned[position].facts.as_mut() else {
-            continue;
-        };
-        let context = if is_call {
-            &mut facts.calls[i].context
-        } else {
-            &mut facts.sites[i].context
-        };
-        context.cold = Some(cold);
-    }
+    settled
 }
 
 /// Whether these files, a workspace's, are a program (one defines

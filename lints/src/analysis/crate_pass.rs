@@ -449,6 +449,11 @@ impl<'a> CrateIndex<'a> {
         &self.files[id.0].facts.functions[id.1]
     }
 
+    /// How many files it indexes.
+    pub(crate) fn file_count(&self) -> usize {
+        self.files.len()
+    }
+
     /// The facts of a file.
     pub(crate) fn facts(&self, file: usize) -> &'a FileFacts {
         self.files[file].facts
