@@ -1,7 +1,10 @@
 //! Reads of tensors that live on the CPU although no `Device::Cpu` is in
 //! sight at the read: a model from a CPU `VarStore`, libtorch's rule that a
 //! CPU operand (not 0-dim) keeps an op on the CPU, a helper whose every
-//! caller passes CPU tensors, and a CPU copy handed to a helper.
+//! caller passes CPU tensors, a CPU copy handed to a helper, and the
+//! tensors a crate function builds on the CPU collected into a
+//! `Vec<Tensor>` (`collect::<Vec<Tensor>>()`) and run through a device
+//! model, which libtorch refuses: only a CPU run gets past it.
 
 use tch::{nn, nn::Module, nn::OptimizerConfig, Device, Kind, Tensor};
 
@@ -90,6 +93,34 @@ pub fn sampled(sampler: &Sampler, device: Device, draws: usize) -> f64 {
         // Sampled on the CPU, then moved to the device: the read waits.
         let moved = sampler.sample(8).to(device);
         total += f64::try_from(moved.sum(Kind::Float)).unwrap(); //~ warning host-sync
+    }
+    total
+}
+
+/// Encodes one candidate action on the CPU.
+fn encode(action: usize) -> Tensor {
+    Tensor::from_slice(&[action as f32, 1.0])
+}
+
+/// Scores every candidate with the network, one read per candidate.
+fn best_action(net: &dyn Module, device: Device) -> usize {
+    let inputs = (0..4).map(|a| encode(a)).collect::<Vec<Tensor>>();
+    let scores: Vec<f32> = inputs
+        .iter()
+        .map(|x| net.forward(x))
+        .map(|q| Vec::<f32>::try_from(q.view(-1)).unwrap()[0])
+        .collect();
+    let moved = (0..4).map(|a| encode(a).to(device)).collect::<Vec<Tensor>>();
+    let first = f64::try_from(net.forward(&moved[0]).sum(Kind::Float)).unwrap(); //~ warning host-sync
+    (scores[0] as f64 + first) as usize
+}
+
+pub fn play(device: Device, steps: usize) -> usize {
+    let vs = nn::VarStore::new(device);
+    let net = mlp(&vs.root());
+    let mut total = 0;
+    for _ in 0..steps {
+        total += best_action(&net, device); //~ warning host-sync
     }
     total
 }

@@ -639,7 +639,22 @@ impl Walker<'_> {
             ("map" | "filter_map" | "flat_map" | "map_while", Val::Iter(_)) => {
                 return Val::Iter(Box::new(args.first().cloned().unwrap_or(Val::Unknown)));
             }
+            // `.map(|a| encode(a)).collect::<Vec<Tensor>>()`: the turbofish
+            // says the items a crate function makes are tensors, which stay
+            // where that function puts them.
             ("collect", Val::Iter(element)) => {
+                if let Val::Deferred(_, place) = &**element {
+                    let tensors = m.turbofish.as_ref().is_some_and(|t| {
+                        matches!(t.args.first(), Some(syn::GenericArgument::Type(ty))
+                            if self.classify(ty) == TyKind::Tensors)
+                    });
+                    if tensors {
+                        return Val::Tensors {
+                            place: place.clone(),
+                            mask: false,
+                        };
+                    }
+                }
                 return collection_of(vec![(**element).clone()]);
             }
             ("next" | "last" | "nth", Val::Iter(element)) => return (**element).clone(),
