@@ -282,6 +282,9 @@ pub(crate) struct CrateIndex<'a> {
     /// Method calls by the method's name: (file, call index).
     method_calls: HashMap<&'a str, Vec<(usize, usize)>>,
     local_types: HashSet<&'a str>,
+    /// The names of the workspace's modules and crates, as a path's first
+    /// segment may name them (`shape::area`, `my_crate::train`).
+    modules: HashSet<String>,
     callers: RefCell<Option<Callers>>,
     places: RefCell<HashMap<PlaceKey, bool>>,
     visiting: RefCell<HashSet<PlaceKey>>,
@@ -421,7 +424,20 @@ impl<'a> CrateIndex<'a> {
                 }
             }
         }
+        let modules: HashSet<String> = files
+            .iter()
+            .flat_map(|file| {
+                file.module.iter().cloned().chain(
+                    file.facts
+                        .functions
+                        .iter()
+                        .flat_map(|f| f.module.iter().cloned()),
+                )
+            })
+            .chain(crate_names.iter().flatten().map(|n| n.replace('-', "_")))
+            .collect();
         CrateIndex {
+            modules,
             files,
             units,
             crate_names,
@@ -585,6 +601,20 @@ impl<'a> CrateIndex<'a> {
         let found = self.path_callees(file, &here, path, &candidates);
         if !found.is_empty() {
             return found;
+        }
+        // `geometric_features::area(..)`: a path that starts from another
+        // crate (no module, crate or import of the workspace has that name)
+        // reaches none of the workspace's functions, whatever their names.
+        let first = path[0].as_str();
+        let local = matches!(first, "crate" | "self" | "super" | "Self")
+            || self.modules.contains(first)
+            || self.files[file]
+                .facts
+                .uses
+                .iter()
+                .any(|import| import.alias == first);
+        if !local {
+            return Vec::new();
         }
         self.closest(Some(unit), candidates.into_iter())
     }

@@ -1,7 +1,10 @@
 //! Branches taken only once a value has gone bad: diagnostics under
 //! `is_nan()`, `is_infinite()` or `!is_finite()` run once something has
-//! failed, like an error's message, not on every step. A branch that also
-//! runs for ordinary values stays per step.
+//! failed, like an error's message, not on every step. So do those under a
+//! read of whether a tensor went bad (`bool::from(t.isnan().any())`,
+//! `!bool::from(t.isfinite().all())`): the read itself waits on every step,
+//! what the branch holds does not. A branch that also runs for ordinary
+//! values stays per step.
 use tch::{nn, nn::Module, nn::OptimizerConfig, Device, Kind, Tensor};
 
 fn main() {
@@ -25,6 +28,21 @@ fn main() {
         }
         if loss_val > 1e3 || loss_val.is_nan() {
             println!("large: {}", out.abs().max().double_value(&[])); //~ warning host-sync
+        }
+        if bool::from(out.isnan().any()) { //~ warning host-sync
+            eprintln!("NaN output, input sum {}", f32::from(xs.sum(Kind::Float)));
+            continue;
+        }
+        if !bool::from(out.isfinite().all()) { //~ warning host-sync
+            eprintln!("non-finite output, max {}", f32::from(out.abs().max()));
+            break;
+        }
+        if out.isinf().any().int64_value(&[]) != 0 { //~ warning host-sync
+            eprintln!("inf output, mean {}", f32::from(out.mean(Kind::Float)));
+            break;
+        }
+        if bool::from(out.gt(10.0).any()) { //~ warning host-sync
+            eprintln!("large output, max {}", f32::from(out.max())); //~ warning host-sync
         }
         opt.backward_step(&loss);
     }

@@ -1,6 +1,8 @@
 //! Two modules each define `train_step`: every call resolves to its own
 //! module's function, never to a merge of both by bare name. A third one
-//! does not read at all.
+//! does not read at all. A path that starts from another crate
+//! (`geometry::area(&polygon)`) reaches none of the crate's functions, not
+//! even one of the same name (`shapes::area`, which reads).
 
 use tch::{nn, nn::ModuleT, Kind, Tensor};
 
@@ -53,5 +55,24 @@ mod quiet {
             total += train_step(model, opt, xs, ys);
         }
         total
+    }
+}
+
+mod shapes {
+    use super::*;
+
+    /// The mask's area, read back from the device.
+    pub fn area(mask: &Tensor) -> f32 {
+        f32::try_from(mask.sum(Kind::Float)).unwrap() //~ warning host-sync
+    }
+
+    pub fn measure(masks: &Tensor, polygons: &[Vec<(f32, f32)>]) -> Vec<(f32, f32)> {
+        let mut out = Vec::new();
+        for (i, polygon) in polygons.iter().enumerate() {
+            let mask = masks.get(i as i64);
+            let outline = geometry::area(polygon);
+            out.push((outline, area(&mask))); //~ warning host-sync
+        }
+        out
     }
 }

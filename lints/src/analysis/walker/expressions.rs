@@ -815,6 +815,9 @@ impl Walker<'_> {
 /// disjunction of `x.is_nan()`, `x.is_infinite()` and `!x.is_finite()`
 /// checks, or a conjunction with one among its terms.
 fn is_anomaly_check(cond: &Expr) -> bool {
+    if tests_tensor_anomaly(cond, false) {
+        return true;
+    }
     match cond {
         Expr::Paren(p) => is_anomaly_check(&p.expr),
         Expr::MethodCall(m) => {
@@ -828,5 +831,93 @@ fn is_anomaly_check(cond: &Expr) -> bool {
             _ => false,
         },
         _ => false,
+    }
+}
+
+/// Whether a condition reads back whether a tensor went bad: `bool::from(
+/// t.isnan().any())`, `t.isinf().any().int64_value(&[]) != 0`, or
+/// `!bool::from(t.isfinite().all())` (`negated`: under a `!`).
+fn tests_tensor_anomaly(cond: &Expr, negated: bool) -> bool {
+    match cond {
+        Expr::Paren(p) => tests_tensor_anomaly(&p.expr, negated),
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Not(_)) => {
+            tests_tensor_anomaly(&u.expr, !negated)
+        }
+        // `bool::from(..)`, `bool::try_from(..)`.
+        Expr::Call(c) => {
+            matches!(&*c.func, Expr::Path(p) if p.path.segments.len() == 2
+                && p.path.segments[0].ident == "bool"
+                && matches!(p.path.segments[1].ident.to_string().as_str(), "from" | "try_from"))
+                && c.args
+                    .first()
+                    .is_some_and(|a| reduces_an_anomaly(a, negated))
+        }
+        // `.int64_value(&[]) != 0`, `.. > 0`.
+        Expr::Binary(b) if matches!(b.op, BinOp::Ne(_) | BinOp::Gt(_)) && !negated => {
+            reads_an_anomaly(&b.left)
+        }
+        Expr::MethodCall(m) => match m.method.to_string().as_str() {
+            "unwrap" | "expect" => tests_tensor_anomaly(&m.receiver, negated),
+            "is_nonzero" => reduces_an_anomaly(&m.receiver, negated),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// `t.isnan().any().int64_value(&[])`, `f64::from(t.isinf().any())`: a
+/// read of whether any element went bad.
+fn reads_an_anomaly(expr: &Expr) -> bool {
+    match expr {
+        Expr::Paren(p) => reads_an_anomaly(&p.expr),
+        Expr::MethodCall(m)
+            if matches!(
+                m.method.to_string().as_str(),
+                "int64_value" | "double_value"
+            ) =>
+        {
+            reduces_an_anomaly(&m.receiver, false)
+        }
+        Expr::MethodCall(m) if matches!(m.method.to_string().as_str(), "unwrap" | "expect") => {
+            reads_an_anomaly(&m.receiver)
+        }
+        Expr::Call(c) => {
+            matches!(&*c.func, Expr::Path(p) if p.path.segments.len() == 2
+                && matches!(p.path.segments[1].ident.to_string().as_str(), "from" | "try_from"))
+                && c.args.first().is_some_and(|a| reduces_an_anomaly(a, false))
+        }
+        _ => false,
+    }
+}
+
+/// `t.isnan().any()` or `t.isinf().any()` (any element bad), or, under a
+/// `!`, `t.isfinite().all()` (every element good).
+fn reduces_an_anomaly(expr: &Expr, negated: bool) -> bool {
+    let expr = match expr {
+        Expr::Reference(r) => &*r.expr,
+        Expr::Paren(p) => &*p.expr,
+        other => other,
+    };
+    let Expr::MethodCall(m) = expr else {
+        return false;
+    };
+    let (reduction, tests): (&str, &[&str]) = if negated {
+        ("all", &["isfinite"])
+    } else {
+        ("any", &["isnan", "isinf", "isposinf", "isneginf"])
+    };
+    if m.method != reduction {
+        return false;
+    }
+    let mut receiver = &*m.receiver;
+    loop {
+        match receiver {
+            Expr::MethodCall(inner) if tests.contains(&inner.method.to_string().as_str()) => {
+                return true
+            }
+            Expr::MethodCall(inner) => receiver = &inner.receiver,
+            Expr::Paren(p) => receiver = &p.expr,
+            _ => return false,
+        }
     }
 }
