@@ -114,6 +114,7 @@ impl Rule for HostSync {
             "copy_data",
             "Device::Cpu",
             ".iter::<",
+            "linalg_",
         ]
     }
 
@@ -199,6 +200,18 @@ fn method(call: &MethodCall<'_>) -> Option<Hit> {
             )
             .with_own_loop(OwnLoop::Elements),
         ),
+        // The decompositions and solvers PyTorch documents as synchronizing
+        // a CUDA device with the CPU: libtorch checks their result (or runs
+        // them) on the host. Their `_ex` variants check nothing by default.
+        _ if checks_on_the_host(name) => hit(
+            Need::TchFile,
+            format!("`{name}` waits for the device: libtorch checks its result on the host"),
+        ),
+        // The older names of some of them.
+        "inverse" | "cholesky" | "svd" | "pinverse" => hit(
+            Need::Tensor,
+            format!("`{name}` waits for the device: libtorch checks its result on the host"),
+        ),
         "print" if call.args.is_empty() => hit(
             Need::Tensor,
             "`print` formats the tensor on the host, reading all its data back".into(),
@@ -211,6 +224,35 @@ fn method(call: &MethodCall<'_>) -> Option<Hit> {
         .map(|h| h.with_fix(Fix::Format)),
         _ => None,
     }
+}
+
+/// The linear-algebra functions PyTorch documents as synchronizing a CUDA
+/// device with the CPU, under tch's names: each with its variants
+/// (`linalg_pinv_hermitian`, `linalg_svd_u`), not the `_ex` ones, which
+/// check nothing unless asked, nor the triangular solve.
+fn checks_on_the_host(name: &str) -> bool {
+    const DOCUMENTED: &[&str] = &[
+        "linalg_cholesky",
+        "linalg_inv",
+        "linalg_solve",
+        "linalg_ldl_factor",
+        "linalg_lu_factor",
+        "linalg_eig",
+        "linalg_eigvals",
+        "linalg_eigh",
+        "linalg_eigvalsh",
+        "linalg_matrix_rank",
+        "linalg_svd",
+        "linalg_svdvals",
+        "linalg_cond",
+        "linalg_pinv",
+    ];
+    DOCUMENTED.iter().any(|base| {
+        name.strip_prefix(base).is_some_and(|rest| {
+            rest.is_empty()
+                || (rest.starts_with('_') && !rest.starts_with("_ex") && rest != "_triangular")
+        })
+    })
 }
 
 /// A read through devcheck's own tracked-readback wrappers

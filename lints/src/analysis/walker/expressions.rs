@@ -6,8 +6,8 @@ use syntax::{
     asks_a_schedule, builds_an_error, counts_components, counts_environments, diverges,
     drives_requests, driving_tensor_iter, expr_diverges, fixed_count, flushes_a_buffer,
     is_last_step, is_none_pattern, is_one_iteration, is_periodic, is_range,
-    is_self_field_collection, moved_to_device, moves_its_input, pattern_names, runs_a_model,
-    runs_an_update, self_fields, starts_with_request, RequestSource,
+    is_self_field_collection, moved_to_device, moves_its_input, pattern_names, resets_a_mark,
+    runs_a_model, runs_an_update, self_fields, starts_with_request, RequestSource,
 };
 
 impl Walker<'_> {
@@ -403,6 +403,7 @@ impl Walker<'_> {
         // (`if should_eval(step, ..)`).
         let periodic = (is_periodic(&i.cond)
             || flushes_a_buffer(&i.cond, &i.then_branch)
+            || resets_a_mark(&i.cond, &i.then_branch)
             || (self.fn_state.context.loop_id.is_some() && asks_a_schedule(&i.cond)))
             && !runs_an_update(&i.then_branch);
         // `if step == 999` of `for step in 0..1000`: one iteration.

@@ -633,6 +633,43 @@ pub(super) fn flushes_a_buffer(cond: &Expr, then_branch: &syn::Block) -> bool {
     empties.found
 }
 
+/// A guard on how far a counter has gone since a mark that its branch moves
+/// up to it (`if step - last_eval >= every { last_eval = step; .. }`,
+/// `if (self.count - self.mark) as f64 > threshold { self.mark = self.count;
+/// .. }`): it holds once per that distance.
+pub(super) fn resets_a_mark(cond: &Expr, then_branch: &syn::Block) -> bool {
+    fn mark_of(e: &Expr) -> Option<String> {
+        match e {
+            Expr::Paren(p) => mark_of(&p.expr),
+            Expr::Cast(c) => mark_of(&c.expr),
+            Expr::Binary(b) if matches!(b.op, BinOp::Sub(_)) => {
+                let strip = |e: &Expr| -> Option<String> {
+                    match e {
+                        Expr::Cast(c) => buffer_path(&c.expr),
+                        Expr::Paren(p) => buffer_path(&p.expr),
+                        other => buffer_path(other),
+                    }
+                };
+                strip(&b.right).filter(|_| strip(&b.left).is_some())
+            }
+            _ => None,
+        }
+    }
+    let mark = match cond {
+        Expr::Binary(b) if matches!(b.op, BinOp::Ge(_) | BinOp::Gt(_)) => mark_of(&b.left),
+        Expr::Binary(b) if matches!(b.op, BinOp::Le(_) | BinOp::Lt(_)) => mark_of(&b.right),
+        Expr::Paren(p) => return resets_a_mark(&p.expr, then_branch),
+        _ => return false,
+    };
+    let Some(mark) = mark else {
+        return false;
+    };
+    then_branch.stmts.iter().any(|stmt| {
+        matches!(stmt, syn::Stmt::Expr(Expr::Assign(a), _)
+            if buffer_path(&a.left).is_some_and(|left| left == mark))
+    })
+}
+
 /// A buffer named by a plain name or a chain of fields (`pending`,
 /// `self.pending`), as text.
 fn buffer_path(expr: &Expr) -> Option<String> {
