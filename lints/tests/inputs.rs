@@ -18,6 +18,18 @@ fn with_good_file(name: &str, contents: &[u8]) -> (tempfile::TempDir, Report) {
     (dir, report)
 }
 
+/// A temporary tree holding `files` (path, contents), directories made as
+/// needed.
+fn tree(files: &[(&str, &[u8])]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, contents) in files {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, contents).unwrap();
+    }
+    dir
+}
+
 fn assert_good_file_linted(report: &Report) {
     let good: Vec<_> = report
         .findings
@@ -261,16 +273,14 @@ fn a_cpu_only_program_is_known_only_from_its_whole_directory() {
 /// handed over by name is linted as asked.
 #[test]
 fn a_file_outside_every_target_is_left_out_of_a_walk_only() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("src")).unwrap();
-    std::fs::create_dir_all(dir.path().join("old")).unwrap();
-    std::fs::write(
-        dir.path().join("Cargo.toml"),
-        "[package]\nname = \"detector\"\nversion = \"0.1.0\"\n",
-    )
-    .unwrap();
-    std::fs::write(dir.path().join("src/lib.rs"), GOOD).unwrap();
-    std::fs::write(dir.path().join("old/main2.rs"), GOOD).unwrap();
+    let dir = tree(&[
+        (
+            "Cargo.toml",
+            b"[package]\nname = \"detector\"\nversion = \"0.1.0\"\n",
+        ),
+        ("src/lib.rs", GOOD.as_bytes()),
+        ("old/main2.rs", GOOD.as_bytes()),
+    ]);
     let walked = lint_paths(&[dir.path().to_owned()], &Config::default());
     let files: Vec<&Path> = walked.findings.iter().map(|f| f.file.as_path()).collect();
     assert_eq!(files, [dir.path().join("src/lib.rs").as_path()]);
@@ -285,20 +295,17 @@ fn a_file_outside_every_target_is_left_out_of_a_walk_only() {
 /// only is linted as it is, parse errors included.
 #[test]
 fn a_loose_file_beside_crates_is_left_out_of_a_walk() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("inference/src")).unwrap();
-    std::fs::create_dir_all(dir.path().join("snippets")).unwrap();
-    std::fs::write(
-        dir.path().join("inference/Cargo.toml"),
-        "[package]\nname = \"inference\"\nversion = \"0.1.0\"\n",
-    )
-    .unwrap();
-    std::fs::write(dir.path().join("inference/src/lib.rs"), GOOD).unwrap();
-    std::fs::write(
-        dir.path().join("snippets/notes.rs"),
-        b"use tch::Tensor;\nif ready {\n    run();\n",
-    )
-    .unwrap();
+    let dir = tree(&[
+        (
+            "inference/Cargo.toml",
+            b"[package]\nname = \"inference\"\nversion = \"0.1.0\"\n",
+        ),
+        ("inference/src/lib.rs", GOOD.as_bytes()),
+        (
+            "snippets/notes.rs",
+            b"use tch::Tensor;\nif ready {\n    run();\n",
+        ),
+    ]);
     let walked = lint_paths(&[dir.path().to_owned()], &Config::default());
     assert!(walked.errors.is_empty(), "{:?}", walked.errors);
     assert_eq!(walked.files_scanned, 1);
@@ -314,23 +321,18 @@ fn a_loose_file_beside_crates_is_left_out_of_a_walk() {
 /// name, it is linted as asked.
 #[test]
 fn an_undeclared_file_reports_no_parse_error_in_a_walk() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("src/example")).unwrap();
-    std::fs::write(
-        dir.path().join("Cargo.toml"),
-        "[package]\nname = \"serving\"\nversion = \"0.1.0\"\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("src/main.rs"),
-        format!("{GOOD}fn main() {{}}\n"),
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("src/example/main.rs"),
-        b"use tch::Tensor;\nmod example::{\n    mnist,\n};\n",
-    )
-    .unwrap();
+    let main = format!("{GOOD}fn main() {{}}\n");
+    let dir = tree(&[
+        (
+            "Cargo.toml",
+            b"[package]\nname = \"serving\"\nversion = \"0.1.0\"\n",
+        ),
+        ("src/main.rs", main.as_bytes()),
+        (
+            "src/example/main.rs",
+            b"use tch::Tensor;\nmod example::{\n    mnist,\n};\n",
+        ),
+    ]);
     let walked = lint_paths(&[dir.path().to_owned()], &Config::default());
     assert!(walked.errors.is_empty(), "{:?}", walked.errors);
     assert_ne!(walked.exit_code(), FAILURE);

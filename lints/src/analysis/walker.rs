@@ -250,9 +250,6 @@ struct FnState {
     /// Locals bound to a `bool` known here (`let show_debug = false;`)
     /// and not rebound since.
     bool_locals: Vec<(String, bool)>,
-    /// The known `bool` arguments of the call about to be recorded (see
-    /// [`CallSite::literals`]), set just before it is.
-    call_literals: Vec<Option<bool>>,
 }
 
 /// A read's subject as a loop sees it (see [`Site::item`], [`Site::varies`]).
@@ -1438,9 +1435,17 @@ impl<'a> Walker<'a> {
         }
     }
 
-    fn record_call(&mut self, callee: Callee, loc: Loc, args: Vec<Option<Place>>, item: bool) {
+    /// Records a call for the crate pass; `literals` as in
+    /// [`CallSite::literals`].
+    fn record_call(
+        &mut self,
+        callee: Callee,
+        loc: Loc,
+        args: Vec<Option<Place>>,
+        literals: Vec<Option<bool>>,
+        item: bool,
+    ) {
         let index = self.facts.calls.len();
-        let literals = std::mem::take(&mut self.fn_state.call_literals);
         self.facts.calls.push(CallSite {
             callee,
             loc,
@@ -1565,8 +1570,6 @@ impl<'a> Walker<'a> {
         self.lookup(name).cloned().unwrap_or(Val::Unknown)
     }
 
-    /// The value a condition has whatever runs, where the file's boolean
-    /// constants decide it (`DEBUG`, `!SAVE`, `DEBUG && verbose`).
     /// A `bool` known where it is written: a literal, a local bound to one
     /// and not rebound since, or a constant of the file (`false`,
     /// `show_debug` after `let show_debug = false;`, `!VERBOSE`).
@@ -1602,22 +1605,28 @@ impl<'a> Walker<'a> {
     /// The `bool` parameter a condition tests, and the value that makes it
     /// hold (`debug` holds when `debug` is true, `!quiet` when `quiet` is
     /// false).
-    pub(crate) fn flag_test(&self, cond: &Expr) -> Option<(usize, String, bool)> {
+    pub(crate) fn flag_test(&self, cond: &Expr) -> Option<FlagGuard> {
         match cond {
             Expr::Path(p) => {
                 let name = p.path.get_ident()?.to_string();
-                let &(_, position) = self.fn_state.flag_params.iter().find(|(n, _)| *n == name)?;
-                Some((position, name, true))
+                let &(_, param) = self.fn_state.flag_params.iter().find(|(n, _)| *n == name)?;
+                Some(FlagGuard {
+                    param,
+                    name,
+                    on: true,
+                })
             }
             Expr::Paren(p) => self.flag_test(&p.expr),
             Expr::Group(g) => self.flag_test(&g.expr),
-            Expr::Unary(u) if matches!(u.op, UnOp::Not(_)) => {
-                self.flag_test(&u.expr).map(|(p, n, on)| (p, n, !on))
-            }
+            Expr::Unary(u) if matches!(u.op, UnOp::Not(_)) => self
+                .flag_test(&u.expr)
+                .map(|g| FlagGuard { on: !g.on, ..g }),
             _ => None,
         }
     }
 
+    /// The value a condition has whatever runs, where the file's boolean
+    /// constants decide it (`DEBUG`, `!SAVE`, `DEBUG && verbose`).
     pub(crate) fn constant_truth(&self, cond: &Expr) -> Option<bool> {
         match cond {
             Expr::Path(p) if p.qself.is_none() => {

@@ -230,9 +230,7 @@ impl Walker<'_> {
                 ) =>
             {
                 if name == "new" && qualifier.is_none() {
-                    self.fn_state.call_literals =
-                        c.args.iter().map(|a| self.literal_bool(a)).collect();
-                    return self.crate_call(Callee::Free(segments), None, &args, loc, item_args);
+                    return self.crate_call(Callee::Free(segments), None, &args, c, loc, item_args);
                 }
                 args.into_iter().next().unwrap_or(Val::Unknown)
             }
@@ -244,7 +242,6 @@ impl Walker<'_> {
                     }
                     _ => None,
                 };
-                self.fn_state.call_literals = c.args.iter().map(|a| self.literal_bool(a)).collect();
                 match owner {
                     Some(owner) => self.crate_call(
                         Callee::Assoc {
@@ -253,32 +250,36 @@ impl Walker<'_> {
                         },
                         Some(owner),
                         &args,
+                        c,
                         loc,
                         item_args,
                     ),
-                    None => self.crate_call(Callee::Free(segments), None, &args, loc, item_args),
+                    None => self.crate_call(Callee::Free(segments), None, &args, c, loc, item_args),
                 }
             }
         }
     }
 
-    /// A call that may reach a crate-local function: recorded for the
-    /// crate pass; its value is deferred to it.
+    /// A call that may reach a crate-local function (`call`, as written):
+    /// recorded for the crate pass; its value is deferred to it.
     pub(super) fn crate_call(
         &mut self,
         callee: Callee,
         owner: Option<TypeRef>,
         args: &[Val],
+        call: &ExprCall,
         loc: Loc,
         item: bool,
     ) -> Val {
         let name = callee.name().to_owned();
         let arg_places: Vec<Place> = args.iter().map(|a| a.place().unwrap_or_default()).collect();
         self.mark_named_step(&name);
+        let literals = call.args.iter().map(|a| self.literal_bool(a)).collect();
         self.record_call(
             callee,
             loc,
             arg_places.iter().cloned().map(Some).collect(),
+            literals,
             item,
         );
         let result = TypeRef::Return {
@@ -491,7 +492,8 @@ impl Walker<'_> {
             && !TRANSPARENT.contains(&name.as_str())
             && (!hit || matches!(receiver, Val::Deferred(..)))
         {
-            self.fn_state.call_literals = std::iter::once(None)
+            // The receiver comes first, as among the places.
+            let literals = std::iter::once(None)
                 .chain(m.args.iter().map(|a| self.literal_bool(a)))
                 .collect();
             self.record_call(
@@ -501,6 +503,7 @@ impl Walker<'_> {
                 },
                 loc,
                 arg_places.iter().cloned().map(Some).collect(),
+                literals,
                 self.is_item(&m.receiver) || m.args.iter().any(|a| self.is_item(a)),
             );
         }

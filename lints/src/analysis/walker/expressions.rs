@@ -446,12 +446,8 @@ impl Walker<'_> {
             .then(|| self.flag_test(&i.cond))
             .flatten()
             .filter(|_| self.fn_state.context.flag.is_none());
-        if let Some((param, name, on)) = &flag {
-            self.fn_state.context.flag = Some(FlagGuard {
-                param: *param,
-                name: name.clone(),
-                on: *on,
-            });
+        if flag.is_some() {
+            self.fn_state.context.flag.clone_from(&flag);
         }
         let then_value = self.block(&i.then_branch);
         self.fn_state.context.cold = saved_cold;
@@ -465,11 +461,10 @@ impl Walker<'_> {
                 // `if let Some(b) = loader.next_batch() { .. } else { .. }`:
                 // the else branch runs once the data ran out.
                 let ran_out = self.data_present(&i.cond);
-                if let Some((param, name, on)) = &flag {
+                if let Some(guard) = &flag {
                     self.fn_state.context.flag = Some(FlagGuard {
-                        param: *param,
-                        name: name.clone(),
-                        on: !on,
+                        on: !guard.on,
+                        ..guard.clone()
                     });
                 }
                 let else_value = if truth == Some(true) {
