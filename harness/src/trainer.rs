@@ -51,12 +51,23 @@ pub struct Trainer<'c> {
     model: Box<dyn Model>,
 }
 
+/// Runs `draw` right after seeding libtorch's one process-wide generator with
+/// `seed`, while no other seeded draw of this process runs: trials on other
+/// threads (`--test-threads` above 1, the crate's own tests) seed and draw
+/// from the same generator, and would otherwise take numbers from between
+/// this seed and these draws.
+pub(crate) fn seeded<T>(seed: i64, draw: impl FnOnce() -> T) -> T {
+    static GENERATOR: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _only = crate::lock(&GENERATOR);
+    tch::manual_seed(seed);
+    draw()
+}
+
 /// The case's initial weights, made once on the CPU from its seed (float32, as
 /// tch initializes them); every trainer copies them, so all devices start equal.
 pub fn initial_weights(case: &Case) -> Result<Named, TrialError> {
-    tch::manual_seed(case.seed);
     let vs = VarStore::new(tch::Device::Cpu);
-    let _model = (case.build)(&vs)?;
+    seeded(case.seed, || (case.build)(&vs))?;
     let mut weights: Named = vs.variables().into_iter().collect();
     weights.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(weights
@@ -101,9 +112,8 @@ impl<'c> Trainer<'c> {
         weights: &Named,
     ) -> Result<Self, TrialError> {
         crate::init()?;
-        tch::manual_seed(case.seed);
         let mut vs = VarStore::new(device.to_tch());
-        let model = (case.build)(&vs)?;
+        let model = seeded(case.seed, || (case.build)(&vs))?;
         vs.set_kind(kind);
         let variables = vs.variables();
         tch::no_grad(|| -> Result<(), TrialError> {
@@ -128,13 +138,12 @@ impl<'c> Trainer<'c> {
     /// The batch of step `step`: the same values on every device (seeded, made on
     /// the CPU in float64), moved and converted here.
     pub fn batch(&self, step: u64) -> Result<Batch, TrialError> {
-        tch::manual_seed(
-            self.case
-                .seed
-                .wrapping_add(1_000_003)
-                .wrapping_add(step as i64),
-        );
-        let batch = self.case.make_batch(step)?;
+        let seed = self
+            .case
+            .seed
+            .wrapping_add(1_000_003)
+            .wrapping_add(step as i64);
+        let batch = seeded(seed, || self.case.make_batch(step))?;
         let device = if self.case.host_batches {
             tch::Device::Cpu
         } else {

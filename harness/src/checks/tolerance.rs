@@ -232,9 +232,12 @@ mod random_tests {
         use tch::{Device, Kind, Tensor};
         crate::init().unwrap();
         let draw = |kind: Kind| {
-            tch::manual_seed(7);
-            let normal = Tensor::randn([64], (kind, Device::Cpu));
-            let uniform = Tensor::rand([64], (kind, Device::Cpu));
+            let (normal, uniform) = crate::trainer::seeded(7, || {
+                (
+                    Tensor::randn([64], (kind, Device::Cpu)),
+                    Tensor::rand([64], (kind, Device::Cpu)),
+                )
+            });
             (normal.to_kind(Kind::Double), uniform.to_kind(Kind::Double))
         };
         let (normal, uniform) = draw(Kind::Float);
