@@ -780,10 +780,28 @@ impl<'a> CrateIndex<'a> {
         if !defaults.is_empty() {
             return defaults;
         }
-        self.closest(
+        let declared = self.closest(
             from,
             self.named(name).filter(|&id| self.function(id).in_trait),
-        )
+        );
+        if !declared.is_empty() || self.local_types.contains(owner) {
+            return declared;
+        }
+        // A required method of a crate trait called on a type parameter
+        // bounded by it (`A::encode(state)` with `A: Adapter`): every impl,
+        // where nothing else in the crate has the name.
+        let implementations: Vec<FnId> = self.named(name).collect();
+        let only_trait_impls = implementations.iter().all(|&id| {
+            self.function(id)
+                .trait_impl
+                .as_deref()
+                .is_some_and(|t| self.supertraits.contains_key(t))
+        });
+        if only_trait_impls {
+            self.closest(from, implementations.into_iter())
+        } else {
+            Vec::new()
+        }
     }
 
     /// What every one of these functions returns, if they agree.

@@ -32,8 +32,60 @@ fn main() {
     let vs = nn::VarStore::new(device);
     let net = nn::seq().add(nn::linear(vs.root(), 4, 4, Default::default()));
     let (tx, rx) = channel();
+    let (resize, _sizes) = channel();
+    let (reply_to, replies) = channel();
+    let mut executor = Executor {
+        jobs: tx.clone(),
+        resize,
+        reply_to,
+        replies,
+        sizes: Sizes { current: 1 },
+    };
     std::thread::spawn(move || serve(&net, rx));
     for _ in 0..100 {
         println!("{}", search(&tx));
+        println!("{}", search_with(&mut executor));
     }
+}
+
+/// The same service behind a handle that keeps its reply channel in a
+/// field and sends it along with each request, and that tells the server
+/// a new batch size now and then: neither a channel's end nor a number
+/// holds data, so what comes back is still the server's CPU copies.
+struct Executor {
+    jobs: Sender<(Tensor, Sender<(Tensor, Tensor)>)>,
+    resize: Sender<usize>,
+    reply_to: Sender<(Tensor, Tensor)>,
+    replies: Receiver<(Tensor, Tensor)>,
+    sizes: Sizes,
+}
+
+struct Sizes {
+    current: usize,
+}
+
+impl Sizes {
+    fn grow(&mut self) -> Option<usize> {
+        self.current *= 2;
+        (self.current < 1024).then_some(self.current)
+    }
+}
+
+impl Executor {
+    fn evaluate(&mut self, input: Tensor) -> (Tensor, Tensor) {
+        if let Some(size) = self.sizes.grow() {
+            self.resize.send(size).unwrap();
+        }
+        self.jobs.send((input, self.reply_to.clone())).unwrap();
+        self.replies.recv().unwrap()
+    }
+}
+
+fn search_with(executor: &mut Executor) -> f64 {
+    let mut total = 0.0;
+    for _ in 0..800 {
+        let (_policy, value) = executor.evaluate(Tensor::zeros([1, 4], (Kind::Float, Device::Cpu)));
+        total += f64::try_from(value).unwrap();
+    }
+    total
 }

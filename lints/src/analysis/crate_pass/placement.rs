@@ -5,9 +5,19 @@
 //! in "possibly on a device".
 
 use super::*;
+use crate::analysis::facts::CHANNEL;
 
 /// Place references one question may look at before giving up.
 const PLACE_BUDGET: usize = 20_000;
+
+/// The ends of std, crossbeam, flume and tokio channels, by type name.
+const CHANNEL_ENDS: &[&str] = &[
+    "Sender",
+    "SyncSender",
+    "UnboundedSender",
+    "Receiver",
+    "UnboundedReceiver",
+];
 
 /// Placement questions answered once.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -182,6 +192,22 @@ impl CrateIndex<'_> {
         }
     }
 
+    /// Whether a value sent over a channel holds no data: an end of a
+    /// channel (`self.reply_to.clone()`, a reply sender sent with a
+    /// request) or a number a crate function returns (a batch size).
+    fn sends_no_data(&self, store: &FieldStore, file: usize) -> bool {
+        let Some(Place::CpuIf(refs)) = &store.place else {
+            return false;
+        };
+        let from = Some(self.files[file].unit);
+        refs.iter().any(|r| match r {
+            PlaceRef::Value(ty) => matches!(self.resolve(ty, from),
+                Some(TyKind::Named(name)) if CHANNEL_ENDS.contains(&name.as_str())),
+            PlaceRef::Call { result, .. } => self.resolve(result, from) == Some(TyKind::Number),
+            _ => false,
+        })
+    }
+
     /// Whether a module of this type may move its input (see
     /// [`TyKind::MovingModule`]): when a call result, if any function the
     /// call may reach returns such a module, so that a name several
@@ -241,8 +267,15 @@ impl CrateIndex<'_> {
                 .map_or(&[][..], Vec::as_slice);
             // Stores of nothing (`None`, a number) say nothing about where
             // the field's data is; every other store must be CPU data.
-            let with_data: Vec<&(usize, &FieldStore)> =
-                stores.iter().filter(|(_, store)| !store.empty).collect();
+            // Nor does a channel's end sent along with a message (a reply
+            // sender with a request).
+            let with_data: Vec<&(usize, &FieldStore)> = stores
+                .iter()
+                .filter(|(file, store)| {
+                    let sends_no_data = owner == CHANNEL && self.sends_no_data(store, *file);
+                    !store.empty && !sends_no_data
+                })
+                .collect();
             let setters = self.setter_calls(owner, field);
             (!with_data.is_empty() || !setters.is_empty())
                 && with_data.iter().all(|(file, store)| {
