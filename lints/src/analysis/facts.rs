@@ -113,6 +113,8 @@ pub enum Fix {
     Element,
     /// A bulk copy of a tensor to the host.
     Bulk,
+    /// An explicit wait for the whole device.
+    Wait,
 }
 
 /// A place that syncs, or would if its subject turns out to be a device tensor.

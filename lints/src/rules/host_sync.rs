@@ -2,8 +2,8 @@
 //! device tensors.
 
 use super::{
-    infallible_name, is_device_move, Conversion, FormatArg, FormatTrait, Hit,
-    MethodCall, Need, OwnLoop, PathCall, Rule, RuleInfo, Target,
+    infallible_name, is_device_move, CalleeName, Conversion, FormatArg, FormatTrait, Hit,
+    MethodCall, NamedCall, Need, OwnLoop, PathCall, Rule, RuleInfo, Target,
 };
 use crate::analysis::facts::Fix;
 use crate::analysis::values::Val;
@@ -20,6 +20,7 @@ declare_rule! {
     ///   `to_device(Device::Cpu)` (also `to_device_(Device::Cpu, ..)`),
     ///   `.to(Device::Cpu)`, ndarray conversions, and `.iter::<T>()`, which
     ///   reads one element per item;
+    /// * waiting for the device: `tch::Cuda::synchronize(i)`;
     /// * printing: `t.print()`, `t.to_string()`, and a tensor formatted with
     ///   `{}` in `println!`, `format!`, `write!` or a log macro. `{:?}` only
     ///   prints the shape and kind, except for tensors with fewer than ten
@@ -95,11 +96,34 @@ impl Rule for HostSync {
         formatted(arg)
     }
 
+    fn callee(&self, callee: &NamedCall<'_>) -> Option<Hit> {
+        // `tch::Cuda::synchronize(i)` waits for the whole device, whatever
+        // it is handed.
+        let CalleeName::Path(segments) = callee.name else {
+            return None;
+        };
+        let [.., owner, name] = segments else {
+            return None;
+        };
+        (owner == "Cuda" && name == "synchronize").then(|| {
+            Hit::new(
+                HOST_SYNC.id,
+                "Cuda::synchronize",
+                Need::Name,
+                "`Cuda::synchronize` makes the host wait until every kernel queued on the device has finished"
+                    .to_owned(),
+            )
+            .with_fix(Fix::Wait)
+        })
+    }
+
     fn help(&self, fixes: &[Fix]) -> &'static str {
         if fixes.iter().all(|f| *f == Fix::Format) {
             "format lazily: log every N steps (`if step % N == 0`), printing a value accumulated on the device rather than each step's tensor"
         } else if fixes.iter().all(|f| *f == Fix::Element) {
             "copy the tensor to the host once before the loop (`Vec::<T>::try_from`) and index the vector"
+        } else if fixes.iter().all(|f| *f == Fix::Wait) {
+            "wait only where the host needs the device idle (around a timed region, before a read); reads and copies already wait for the work they need"
         } else if fixes.iter().all(|f| *f == Fix::Bulk) {
             "copy less often: keep what the next step needs on the device, and copy results to the host in one batch after the loop"
         } else {
@@ -115,6 +139,7 @@ impl Rule for HostSync {
             "Device::Cpu",
             ".iter::<",
             "linalg_",
+            "synchronize",
         ]
     }
 

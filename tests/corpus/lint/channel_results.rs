@@ -16,6 +16,23 @@ fn serve(net: &nn::Sequential, jobs: Receiver<(Tensor, Sender<(Tensor, Tensor)>)
     }
 }
 
+/// A second server evaluates through a crate function that returns the
+/// pair on the device and replaces each part with its CPU copy before
+/// answering: the message sent is the CPU copies.
+fn evaluate(net: &nn::Sequential, input: &Tensor) -> (Tensor, Tensor) {
+    let out = net.forward(input);
+    (out.shallow_clone(), out.sum(Kind::Float))
+}
+
+fn serve_pairs(net: &nn::Sequential, jobs: Receiver<(Tensor, Sender<(Tensor, Tensor)>)>) {
+    while let Ok((input, reply)) = jobs.recv() {
+        let mut out = evaluate(net, &input.to_device(Device::cuda_if_available()));
+        out.0 = out.0.to(Device::Cpu);
+        out.1 = out.1.to(Device::Cpu);
+        reply.send(out).unwrap();
+    }
+}
+
 fn search(jobs: &Sender<(Tensor, Sender<(Tensor, Tensor)>)>) -> f64 {
     let mut total = 0.0;
     for _ in 0..800 {
@@ -41,10 +58,14 @@ fn main() {
         replies,
         sizes: Sizes { current: 1 },
     };
+    let (pair_jobs, pair_rx) = channel();
+    let pair_net = nn::seq().add(nn::linear(vs.root(), 4, 4, Default::default()));
+    std::thread::spawn(move || serve_pairs(&pair_net, pair_rx));
     std::thread::spawn(move || serve(&net, rx));
     for _ in 0..100 {
         println!("{}", search(&tx));
         println!("{}", search_with(&mut executor));
+        println!("{}", search(&pair_jobs));
     }
 }
 

@@ -194,18 +194,27 @@ impl CrateIndex<'_> {
 
     /// Whether a value sent over a channel holds no data: an end of a
     /// channel (`self.reply_to.clone()`, a reply sender sent with a
-    /// request) or a number a crate function returns (a batch size).
+    /// request), a number field (`self.count`) or a number a crate
+    /// function returns (a batch size), reached from nothing but the
+    /// function's parameters.
     fn sends_no_data(&self, store: &FieldStore, file: usize) -> bool {
         let Some(Place::CpuIf(refs)) = &store.place else {
             return false;
         };
         let from = Some(self.files[file].unit);
-        refs.iter().any(|r| match r {
-            PlaceRef::Value(ty) => matches!(self.resolve(ty, from),
-                Some(TyKind::Named(name)) if CHANNEL_ENDS.contains(&name.as_str())),
+        let no_data = |r: &PlaceRef| match r {
+            PlaceRef::Value(ty) => match self.resolve(ty, from) {
+                Some(TyKind::Named(name)) => CHANNEL_ENDS.contains(&name.as_str()),
+                Some(TyKind::Number) => true,
+                _ => false,
+            },
             PlaceRef::Call { result, .. } => self.resolve(result, from) == Some(TyKind::Number),
             _ => false,
-        })
+        };
+        refs.iter().any(no_data)
+            && refs
+                .iter()
+                .all(|r| matches!(r, PlaceRef::Param(_)) || no_data(r))
     }
 
     /// Whether a module of this type may move its input (see
@@ -279,10 +288,14 @@ impl CrateIndex<'_> {
             let setters = self.setter_calls(owner, field);
             (!with_data.is_empty() || !setters.is_empty())
                 && with_data.iter().all(|(file, store)| {
-                    store.place.as_ref().is_some_and(|place| {
+                    let r = store.place.as_ref().is_some_and(|place| {
                         let env = Env::In(store.function.map(|f| (*file, f)));
                         self.place_cpu(place, *file, &env, depth + 1)
-                    })
+                    });
+                    if owner == CHANNEL && !r {
+                        eprintln!("DBGCH {} {:?} {:?}", file, store.function, store.place);
+                    }
+                    r
                 })
                 && setters.iter().all(|&(file, call)| {
                     let call = &self.files[file].facts.calls[call];

@@ -488,17 +488,25 @@ impl Walker<'_> {
         // A call a rule reports is that rule's finding, not a call to follow;
         // unless a crate type may define the method itself (an optimizer of
         // its own with a `clip_grad_norm`), which the crate pass resolves.
-        if matches!(receiver, Val::Unknown | Val::Deferred(..) | Val::Tensor(_))
-            && !TRANSPARENT.contains(&name.as_str())
+        // A method of a crate trait implemented for tch's `Device`
+        // (`device.cuda_synchronize()`) is the crate's to follow too.
+        if matches!(
+            receiver,
+            Val::Unknown | Val::Deferred(..) | Val::Tensor(_) | Val::Device(_)
+        ) && !TRANSPARENT.contains(&name.as_str())
             && (!hit || matches!(receiver, Val::Deferred(..)))
         {
             // The receiver comes first, as among the places.
             let literals = std::iter::once(None)
                 .chain(m.args.iter().map(|a| self.literal_bool(a)))
                 .collect();
+            let receiver_type = match &receiver {
+                Val::Device(_) => TypeRef::Named("Device".to_owned()),
+                other => other.type_ref(),
+            };
             self.record_call(
                 Callee::Method {
-                    receiver: receiver.type_ref(),
+                    receiver: receiver_type,
                     name: name.clone(),
                 },
                 loc,

@@ -58,7 +58,9 @@ impl Walker<'_> {
                         Some(through) => self.store_field_through(None, through, &f.member, &value),
                         None => {
                             self.expr(&a.left);
-                            self.store_into_local(&f.base, &value);
+                            if !self.replace_tuple_part(&f.base, &f.member, &value) {
+                                self.store_into_local(&f.base, &value);
+                            }
                         }
                     },
                     left => {
@@ -634,6 +636,35 @@ impl Walker<'_> {
     /// `m.train_images = m.train_images.to_device(device)`: a local whose
     /// field takes a value that may be on a device holds device data from
     /// then on, wherever the rest of it was built.
+    /// `pair.0 = pair.0.to(Device::Cpu)`: the local tuple's part is the
+    /// new value from then on, the other parts what they were. Whether it
+    /// was one.
+    fn replace_tuple_part(&mut self, base: &Expr, member: &Member, value: &Val) -> bool {
+        let (Expr::Path(p), Member::Unnamed(index)) = (base, member) else {
+            return false;
+        };
+        let Some(name) = p.path.get_ident().map(ToString::to_string) else {
+            return false;
+        };
+        let index = index.index as usize;
+        let parts = match self.lookup(&name).cloned() {
+            Some(Val::Tuple(parts)) => parts,
+            // A tuple a crate function returned: its parts as fields of it
+            // (a pair at least).
+            Some(whole @ Val::Deferred(..)) => (0..=index.max(1))
+                .map(|i| field_val(whole.clone(), &Member::Unnamed(i.into())))
+                .collect(),
+            _ => return false,
+        };
+        let mut parts = parts;
+        if index >= parts.len() {
+            parts.resize(index + 1, Val::Unknown);
+        }
+        parts[index] = value.clone();
+        self.rebind(&name, Val::Tuple(parts));
+        true
+    }
+
     fn store_into_local(&mut self, base: &Expr, value: &Val) {
         let Expr::Path(p) = base else {
             return;
