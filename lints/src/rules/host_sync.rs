@@ -139,7 +139,7 @@ impl Rule for HostSync {
             "Device::Cpu",
             ".iter::<",
             "linalg_",
-            "synchronize",
+            "Cuda::synchronize",
         ]
     }
 
