@@ -45,6 +45,16 @@ fn clean_code_exits_0() {
         .ends_with("devcheck-lint: 0 errors, 0 warnings, 0 notes in 1 file (1 parsed)\n"));
 }
 
+/// Findings go to stdout and nothing else is written: a crate whose
+/// channel carries device data (the crate pass weighs every value sent)
+/// leaves stderr empty.
+#[test]
+fn a_run_with_findings_writes_nothing_to_stderr() {
+    let output = run(&[corpus("channel_device_results.rs").to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(FINDINGS.into()));
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+}
+
 #[test]
 fn warnings_exit_1_and_json_has_the_documented_shape() {
     let output = run(&[

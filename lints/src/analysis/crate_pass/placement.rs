@@ -276,8 +276,8 @@ impl CrateIndex<'_> {
                 .map_or(&[][..], Vec::as_slice);
             // Stores of nothing (`None`, a number) say nothing about where
             // the field's data is; every other store must be CPU data.
-            // Nor does a channel's end sent along with a message (a reply
-            // sender with a request).
+            // Nor does a value sent over a channel that holds none (a
+            // reply sender sent with a request, a number).
             let with_data: Vec<&(usize, &FieldStore)> = stores
                 .iter()
                 .filter(|(file, store)| {
@@ -288,14 +288,10 @@ impl CrateIndex<'_> {
             let setters = self.setter_calls(owner, field);
             (!with_data.is_empty() || !setters.is_empty())
                 && with_data.iter().all(|(file, store)| {
-                    let r = store.place.as_ref().is_some_and(|place| {
+                    store.place.as_ref().is_some_and(|place| {
                         let env = Env::In(store.function.map(|f| (*file, f)));
                         self.place_cpu(place, *file, &env, depth + 1)
-                    });
-                    if owner == CHANNEL && !r {
-                        eprintln!("DBGCH {} {:?} {:?}", file, store.function, store.place);
-                    }
-                    r
+                    })
                 })
                 && setters.iter().all(|&(file, call)| {
                     let call = &self.files[file].facts.calls[call];

@@ -633,9 +633,6 @@ impl Walker<'_> {
         }
     }
 
-    /// `m.train_images = m.train_images.to_device(device)`: a local whose
-    /// field takes a value that may be on a device holds device data from
-    /// then on, wherever the rest of it was built.
     /// `pair.0 = pair.0.to(Device::Cpu)`: the local tuple's part is the
     /// new value from then on, the other parts what they were. Whether it
     /// was one.
@@ -647,7 +644,7 @@ impl Walker<'_> {
             return false;
         };
         let index = index.index as usize;
-        let parts = match self.lookup(&name).cloned() {
+        let mut parts = match self.lookup(&name).cloned() {
             Some(Val::Tuple(parts)) => parts,
             // A tuple a crate function returned: its parts as fields of it
             // (a pair at least).
@@ -656,7 +653,6 @@ impl Walker<'_> {
                 .collect(),
             _ => return false,
         };
-        let mut parts = parts;
         if index >= parts.len() {
             parts.resize(index + 1, Val::Unknown);
         }
@@ -665,6 +661,9 @@ impl Walker<'_> {
         true
     }
 
+    /// `m.train_images = m.train_images.to_device(device)`: a local whose
+    /// field takes a value that may be on a device holds device data from
+    /// then on, wherever the rest of it was built.
     fn store_into_local(&mut self, base: &Expr, value: &Val) {
         let Expr::Path(p) = base else {
             return;
