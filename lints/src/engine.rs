@@ -64,8 +64,9 @@ pub(crate) struct Placement {
     pub(crate) features: Arc<Features>,
     /// The crate's name, for paths from sibling crates.
     pub(crate) crate_name: Option<String>,
-    /// The crate is prepared for crates.io: its public functions are
-    /// called by other crates.
+    /// Code outside the checkout calls the crate's functions: it is
+    /// prepared for crates.io, or its workspace names a member the checkout
+    /// lacks (see [`Layout::called_from_elsewhere`]).
     pub(crate) published: bool,
     /// Cargo refuses to build the crate: its workspace does not hold it.
     pub(crate) outside_workspace: bool,
@@ -131,7 +132,7 @@ fn run(
             let scope = file_scope_in(&i.path, root, &declared);
             let features = layout.features(root);
             let crate_name = root.and_then(|root| layout.crate_name(root));
-            let published = root.is_some_and(|root| layout.published(root));
+            let published = root.is_some_and(|root| layout.called_from_elsewhere(root));
             let outside_workspace = root.is_some_and(|root| layout.outside_its_workspace(root));
             let without_tch = root.is_some_and(|root| !layout.uses_tch(root));
             let program = match &scope.target {

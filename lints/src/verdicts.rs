@@ -399,11 +399,17 @@ pub fn score(root: &Path, findings: &[Finding], verdicts: &[&Verdict]) -> RepoSc
             .map(|c| c.as_os_str().to_string_lossy())
             .collect::<Vec<_>>()
             .join("/");
+        // A note says why it is no warning: its notes come along.
+        let message = if finding.severity < Severity::Warning && !finding.notes.is_empty() {
+            format!("{} (note: {})", finding.message, finding.notes.join("; "))
+        } else {
+            finding.message.clone()
+        };
         let entry = reported
             .entry((file, finding.line))
-            .or_insert((finding.severity, finding.message.clone()));
+            .or_insert((finding.severity, message.clone()));
         if finding.severity > entry.0 {
-            *entry = (finding.severity, finding.message.clone());
+            *entry = (finding.severity, message);
         }
     }
     let mut result = RepoScore::default();

@@ -110,6 +110,26 @@ impl Layout {
         self.manifest(crate_root).is_some_and(|m| m.published)
     }
 
+    /// Whether code the checkout lacks may call the crate's functions: it
+    /// is prepared for crates.io (see [`Manifest`]), or it is a member of a
+    /// workspace whose `members` names a directory without a `Cargo.toml`
+    /// (a crate left out of the repository, say a gitignored driver), so
+    /// "nothing calls it" cannot be known.
+    pub(crate) fn called_from_elsewhere(&mut self, crate_root: &Path) -> bool {
+        if self.published(crate_root) {
+            return true;
+        }
+        let root = self.workspace_of(crate_root);
+        let patterns = self
+            .manifest(&root)
+            .map(|m| m.members.clone())
+            .unwrap_or_default();
+        patterns
+            .iter()
+            .filter(|pattern| !pattern.contains(['*', '?', '[']))
+            .any(|pattern| !manifest_path(&normalize(&root.join(pattern))).is_file())
+    }
+
     /// The crate's name, from its manifest.
     pub(crate) fn crate_name(&mut self, crate_root: &Path) -> Option<String> {
         self.manifest(crate_root).and_then(|m| m.name.clone())
@@ -447,6 +467,14 @@ mod tests {
         )
         .unwrap();
         assert!(!Layout::new(&[]).published(&root.join("a")));
+        assert!(!Layout::new(&[]).called_from_elsewhere(&root.join("a")));
+        // A member the checkout lacks (a gitignored driver) may call it.
+        std::fs::write(
+            root.join("Cargo.toml"),
+            "[workspace]\nmembers = [\"a\", \"tools/run\"]\n",
+        )
+        .unwrap();
+        assert!(Layout::new(&[]).called_from_elsewhere(&root.join("a")));
         let loose = layout.membership(Path::new("/nonexistent-devcheck-dir/x.rs"));
         assert_eq!(loose, Membership::default());
     }
