@@ -755,16 +755,7 @@ fn merge(group: &[Read], path: &Path) -> Finding {
     let (message, mut notes) = if group.len() == 1 {
         (first.message.clone(), first.notes.clone())
     } else {
-        let ops: Vec<String> = group
-            .iter()
-            .map(|r| {
-                if r.op.starts_with('`') {
-                    r.op.clone()
-                } else {
-                    format!("`{}`", r.op)
-                }
-            })
-            .collect();
+        let ops: Vec<String> = group.iter().map(|r| quoted(&r.op)).collect();
         let mut notes: Vec<String> = group
             .iter()
             .map(|r| format!("{}:{}: {}", r.loc.line, r.loc.column, r.message))
@@ -807,13 +798,17 @@ fn merge(group: &[Read], path: &Path) -> Finding {
 fn quoted_chain(steps: &[String]) -> String {
     steps
         .iter()
-        .map(|s| {
-            if s.starts_with("closure `") {
-                s.clone()
-            } else {
-                format!("`{s}`")
-            }
-        })
+        .map(|s| quoted(s))
         .collect::<Vec<_>>()
         .join(" → ")
+}
+
+/// An operation or step in backticks, unless it quotes itself (`` `f` ``,
+/// ``closure `log` ``).
+fn quoted(op: &str) -> String {
+    if op.starts_with('`') || op.starts_with("closure `") {
+        op.to_owned()
+    } else {
+        format!("`{op}`")
+    }
 }

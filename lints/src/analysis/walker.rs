@@ -1504,12 +1504,10 @@ impl<'a> Walker<'a> {
         }
     }
 
-    /// A local closure whose body syncs, called inside a loop: reported at
-    /// the call. At function level the body's sites already count.
+    /// A local closure whose body syncs, called: reported at the call, as
+    /// a call of a helper that reads is. At function level it counts where
+    /// the function runs per step, beside the body's own sites.
     fn closure_call(&mut self, id: usize, name: &str, loc: Loc) {
-        if self.fn_state.context.loop_id.is_none() {
-            return;
-        }
         let first = self.fn_state.closures[id]
             .iter()
             .map(|&i| &self.facts.sites[i])

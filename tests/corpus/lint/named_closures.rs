@@ -27,3 +27,43 @@ pub fn search_first(queries: &Tensor, centroids: &Tensor) -> f64 {
     let first = |index: i64| centroids.matmul(&queries.get(index)).sum(Kind::Float).double_value(&[]);
     first(0)
 }
+
+fn pick(probs: &[f32]) -> i64 {
+    let mut best = 0;
+    for (i, p) in probs.iter().enumerate() {
+        if *p > probs[best] {
+            best = i;
+        }
+    }
+    best as i64
+}
+
+/// A sampler run once per generated token: its closure's copy waits once
+/// per token, and so does each call of the closure, as a call of a
+/// helper that copies would.
+fn sample(logits: &Tensor, temperature: Option<f64>) -> i64 {
+    let probs = |t: f64| -> Vec<f32> {
+        let probs = (logits / t).softmax(-1, Kind::Float);
+        Vec::<f32>::try_from(probs).unwrap() //~ warning host-sync
+    };
+    match temperature {
+        Some(t) => {
+            let probs = probs(t); //~ warning host-sync
+            pick(&probs)
+        }
+        None => {
+            let probs = probs(1.0); //~ warning host-sync
+            pick(&probs)
+        }
+    }
+}
+
+pub fn generate(steps: usize) -> Vec<i64> {
+    let device = Device::cuda_if_available();
+    let mut tokens = Vec::new();
+    for _ in 0..steps {
+        let logits = Tensor::rand([32], (Kind::Float, device));
+        tokens.push(sample(&logits, Some(0.8))); //~ warning host-sync
+    }
+    tokens
+}
