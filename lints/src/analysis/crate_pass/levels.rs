@@ -39,6 +39,13 @@ pub(super) struct LoopSteps {
     /// whole episodes, games, generations), every implementation the call
     /// can reach, directly or in a loop nested in it.
     encloses_repeating: bool,
+    /// A loop it encloses (or one in a function it calls) runs an update:
+    /// not only models (a chunked encoder, a search's evaluations).
+    encloses_update: bool,
+    /// A loop it encloses repeats (`loop`, `while`, a range: a search's
+    /// simulations) or hands a model's output on (generation, diffusion
+    /// timesteps), directly or in a function it calls.
+    encloses_repeat: bool,
 }
 
 /// What functions do, as far as steps go.
@@ -53,6 +60,13 @@ pub(super) struct StepSets {
     /// Hold a loop that repeats steps (`loop`, `while`, a range), or one
     /// around a step loop: generation, an episode, training.
     repeating: HashSet<FnId>,
+    /// Hold a loop that runs an update (directly, through calls, or in a
+    /// loop it encloses): training or an episode, not only models.
+    looping_update: HashSet<FnId>,
+    /// Hold a loop of steps that repeats (`loop`, `while`, a range) or
+    /// hands a value on to its next pass (generation, a sampler's
+    /// timesteps), or a loop around such a loop: not a walk over items.
+    sequential: HashSet<FnId>,
 }
 
 impl StepSets {
@@ -63,11 +77,18 @@ impl StepSets {
         self.forward.extend(found.forward);
         self.looping.extend(found.looping);
         self.repeating.extend(found.repeating);
+        self.looping_update.extend(found.looping_update);
+        self.sequential.extend(found.sequential);
         self.len() != before
     }
 
     fn len(&self) -> usize {
-        self.update.len() + self.forward.len() + self.looping.len() + self.repeating.len()
+        self.update.len()
+            + self.forward.len()
+            + self.looping.len()
+            + self.repeating.len()
+            + self.looping_update.len()
+            + self.sequential.len()
     }
 }
 
@@ -167,12 +188,28 @@ impl CrateIndex<'_> {
                     if !periodic && callees.iter().any(|c| loops_in(&c)) {
                         found.looping.insert(id);
                     }
+                    if !periodic
+                        && callees
+                            .iter()
+                            .any(|c| loops_in(&c) && sets.looping_update.contains(c))
+                    {
+                        found.looping_update.insert(id);
+                    }
+                    if !periodic
+                        && callees
+                            .iter()
+                            .any(|c| loops_in(&c) && sets.sequential.contains(c))
+                    {
+                        found.sequential.insert(id);
+                    }
                 }
                 for (loop_id, facts) in info.facts.loops.iter().enumerate() {
                     let LoopSteps {
                         update: runs_update,
                         forward: runs_forward,
                         encloses,
+                        encloses_update,
+                        encloses_repeat,
                         ..
                     } = levels[file][loop_id];
                     let Some(f) = facts.function else {
@@ -185,6 +222,12 @@ impl CrateIndex<'_> {
                         found.looping.insert((file, f));
                         if facts.repeats || encloses.is_some() {
                             found.repeating.insert((file, f));
+                        }
+                        if runs_update || encloses_update {
+                            found.looping_update.insert((file, f));
+                        }
+                        if facts.repeats || facts.feeds_back || facts.carries || encloses_repeat {
+                            found.sequential.insert((file, f));
                         }
                     }
                 }
@@ -231,7 +274,17 @@ impl CrateIndex<'_> {
                         let (runs_update, runs_forward) = (steps.update, steps.forward);
                         let generation =
                             facts.feeds_back && facts.forward && !facts.over_components;
-                        let step_loop = (steps.update && !steps.encloses_repeating) || generation;
+                        // A loop that runs a model itself, around loops
+                        // that only walk items through models (an encoder
+                        // over chunks), is one step per pass; not one around
+                        // a search's simulations or a generation's steps.
+                        let forward_step = steps.forward
+                            && !facts.over_components
+                            && !steps.encloses_update
+                            && !steps.encloses_repeat;
+                        let step_loop = (steps.update && !steps.encloses_repeating)
+                            || generation
+                            || forward_step;
                         let stage = facts.from_channel
                             && carries_tensors
                             && (facts.sends || hands_on[file][id]);
@@ -295,6 +348,18 @@ impl CrateIndex<'_> {
                 {
                     steps[loop_id].encloses_repeating = true;
                 }
+                if callees
+                    .iter()
+                    .any(|c| looping(c) && sets.looping_update.contains(c))
+                {
+                    steps[loop_id].encloses_update = true;
+                }
+                if callees
+                    .iter()
+                    .any(|c| looping(c) && sets.sequential.contains(c))
+                {
+                    steps[loop_id].encloses_repeat = true;
+                }
             }
         }
         // Children come after their parents: fold the nested step loops up
@@ -321,6 +386,12 @@ impl CrateIndex<'_> {
                 steps[parent].encloses.get_or_insert(child.line);
                 if inner.encloses_repeating {
                     steps[parent].encloses_repeating = true;
+                }
+                if inner.update || inner.encloses_update {
+                    steps[parent].encloses_update = true;
+                }
+                if child.repeats || child.feeds_back || child.carries || inner.encloses_repeat {
+                    steps[parent].encloses_repeat = true;
                 }
             }
         }
