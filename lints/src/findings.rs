@@ -48,8 +48,9 @@ struct Read {
 /// Findings for every parsed file, sorted by file, line and column.
 ///
 /// `dirs`: the directories the inputs were, when they were all
-/// directories. A workspace among them that holds a program (`fn main`) and
-/// names no accelerator in any file runs everything on the CPU, where
+/// directories. A workspace among them that holds a program (`fn main`),
+/// or whose crates nothing outside it calls, and names no accelerator in
+/// the code of any file runs everything on the CPU, where
 /// nothing waits for a device: its tensors, whatever reaches them, are CPU
 /// tensors. That is only asked of a workspace with findings, so the files
 /// of the others are not read twice. A workspace walked from its root or
@@ -149,11 +150,18 @@ fn fixed_flags(index: &CrateIndex<'_>) -> Vec<(usize, bool, usize, Cold)> {
     settled
 }
 
-/// Whether these files, a workspace's, are a program (one defines
-/// `fn main`) that names no accelerator anywhere. A file whose text was not
-/// kept is read again; one that cannot be read counts as naming one.
+/// Whether these files, a workspace's, name no accelerator anywhere in
+/// their code and are a program (one defines `fn main`) or crates nothing
+/// outside the checkout calls (none prepared for crates.io) that name the
+/// CPU: a library's device is where its callers put the model, and its
+/// only callers here (its tests, its examples) keep it on the CPU. A
+/// library that names no device at all leaves it to callers unseen. A
+/// file whose text was not kept is read again; one that cannot be read
+/// counts as naming one.
 fn cpu_only(scanned: &[Scanned<'_>], members: &[usize]) -> bool {
+    let unseen_callers = members.iter().any(|&m| scanned[m].placement.published);
     let mut main = false;
+    let mut cpu = false;
     for &m in members {
         let file = &scanned[m];
         let signs = match file.text() {
@@ -167,8 +175,9 @@ fn cpu_only(scanned: &[Scanned<'_>], members: &[usize]) -> bool {
             return false;
         }
         main |= signs.main;
+        cpu |= signs.cpu;
     }
-    main
+    main || (cpu && !unseen_callers)
 }
 
 /// The findings of one workspace's parsed files (`members`: all its files,

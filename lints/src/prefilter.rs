@@ -224,6 +224,17 @@ pub fn check_nesting(text: &str) -> Result<(), TooDeep> {
 /// nesting check skips them with: a name in a message or in code
 /// commented out (`/* play(..) */`) is no use of it.
 pub(crate) fn without_comments_and_literals(text: &str) -> String {
+    blank_out(text, true)
+}
+
+/// The text with its comments blanked out (each byte a space, lines
+/// kept), its string literals left as they are: a device a comment only
+/// suggests (`// Device::Cuda(0) on a GPU`) is not one the code names.
+pub(crate) fn without_comments(text: &str) -> String {
+    blank_out(text, false)
+}
+
+fn blank_out(text: &str, literals: bool) -> String {
     let bytes = text.as_bytes();
     let mut out = bytes.to_vec();
     let mut line = 0usize;
@@ -247,6 +258,11 @@ pub(crate) fn without_comments_and_literals(text: &str) -> String {
             }
         };
         let end = end.min(bytes.len());
+        let comment = bytes[i] == b'/';
+        if !literals && !comment {
+            i = end.max(i + 1);
+            continue;
+        }
         for b in &mut out[from..end] {
             if *b != b'\n' {
                 *b = b' ';
@@ -393,14 +409,18 @@ fn skip_char_literal(bytes: &[u8], i: usize) -> usize {
 }
 
 /// What a file says about the devices a program can run on, read from its
-/// bytes (comments included, so a device only named in a comment still
-/// counts: the check errs towards an accelerator).
+/// code: a device only named in a comment does not count, one named in a
+/// string literal (`"cuda"` parsed from the command line) does.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DeviceSigns {
     /// Names an accelerator: CUDA, MPS or Vulkan in any spelling
-    /// (`Device::Cuda(0)`, `cuda_if_available`, `has_mps`), or builds a
-    /// device from a number (`Device::from_c_int`).
+    /// (`Device::Cuda(0)`, `cuda_if_available`, `has_mps`), builds a
+    /// device from a number (`Device::from_c_int`), or reads one from a
+    /// configuration (`tch_serde::serde_device`).
     pub accelerator: bool,
+    /// Names the CPU device (`Device::Cpu`): a place the code puts tensors
+    /// itself.
+    pub cpu: bool,
     /// Defines `fn main`: a program that decides its own device.
     pub main: bool,
 }
@@ -418,13 +438,17 @@ static ACCELERATOR: LazyLock<AhoCorasick> = LazyLock::new(|| {
         "vulkan",
         "Vulkan",
         "from_c_int",
+        "serde_device",
         "fn main",
+        "Device::Cpu",
     ])
     .expect("literal patterns compile")
 });
 
 /// The device signs of a file's text.
 pub fn device_signs(text: &str) -> DeviceSigns {
+    let code = without_comments(text);
+    let text = code.as_str();
     let bytes = text.as_bytes();
     let mut signs = DeviceSigns::default();
     let letter = |i: usize| bytes.get(i).is_some_and(|b| b.is_ascii_alphanumeric());
@@ -439,6 +463,14 @@ pub fn device_signs(text: &str) -> DeviceSigns {
                     signs.main = true;
                 }
             }
+            // A place for tensors, not the target of a copy back
+            // (`t.to_device(Device::Cpu)`, `t.to(tch::Device::Cpu)`).
+            b"Device::Cpu" => {
+                let before = text[..m.start()].trim_end_matches("tch::").trim_end();
+                if !(before.ends_with("to_device(") || before.ends_with(".to(")) {
+                    signs.cpu = true;
+                }
+            }
             // `mps` as a word or a part of an identifier (`has_mps`,
             // `Device::Mps`), not inside a word (`jumps`, `timestamps`).
             found if found.eq_ignore_ascii_case(b"mps") => {
@@ -448,7 +480,7 @@ pub fn device_signs(text: &str) -> DeviceSigns {
             }
             _ => signs.accelerator = true,
         }
-        if signs.accelerator && signs.main {
+        if signs.accelerator && signs.main && signs.cpu {
             break;
         }
     }
@@ -600,13 +632,20 @@ mod tests {
             "let d = Device::cuda_if_available();",
             "if tch::utils::has_mps() {}",
             "let d = Device::Mps;",
-            "// runs on CUDA when there is one",
+            "let d = match arg { \"cuda\" => gpu(), _ => Device::Cpu };",
             "let d = Device::from_c_int(0);",
             "Device::Vulkan",
+            "#[serde(with = \"tch_serde::serde_device\")] device: Device,",
         ] {
             assert!(device_signs(text).accelerator, "{text}");
         }
-        for text in ["let jumps = timestamps + lamps;", "let d = Device::Cpu;"] {
+        for text in [
+            "let jumps = timestamps + lamps;",
+            "let d = Device::Cpu;",
+            "let d = Device::Cpu; // Device::Cuda(0) when there is a GPU",
+            "/* runs on CUDA when there is one */ let d = Device::Cpu;",
+            "let url = \"https://x.org/a\"; // Device::Mps",
+        ] {
             assert!(!device_signs(text).accelerator, "{text}");
         }
     }
@@ -618,5 +657,13 @@ mod tests {
         assert!(!device_signs("fn main_loop() {}").main);
         assert!(!device_signs("fn domain() {}").main);
         assert!(!device_signs("criterion_main!(benches);").main);
+    }
+
+    #[test]
+    fn the_cpu_is_named_in_code_only() {
+        assert!(device_signs("let vs = VarStore::new(Device::Cpu);").cpu);
+        assert!(!device_signs("let vs = VarStore::new(device); // Device::Cpu").cpu);
+        assert!(!device_signs("let v = t.to_device(Device::Cpu);").cpu);
+        assert!(!device_signs("let v = t.to( tch::Device::Cpu);").cpu);
     }
 }
