@@ -1896,8 +1896,17 @@ fn tensor_constructor(name: &str, args: &[Val], first: Option<&Expr>) -> Val {
     let scalar = (name == "from" && matches!(args.first(), Some(Val::Other)))
         || name == "scalar_tensor"
         || (matches!(name, "zeros" | "ones" | "full" | "empty" | "rand" | "randn") && empty_shape);
+    // A reader's device is its last argument (`load_multi_from_stream_with_device(
+    // stream, Device::Cpu)`): the stream before it places nothing.
+    let device_arg = if is_tensor_reader(name) && name.ends_with("_with_device") {
+        args.last().and_then(Val::placement)
+    } else {
+        None
+    };
     let place = if host_data {
         Place::Cpu
+    } else if let Some(place) = device_arg {
+        place
     } else if let Some(place) = args.iter().find_map(Val::placement) {
         place
     } else {

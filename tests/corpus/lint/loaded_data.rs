@@ -25,6 +25,19 @@ pub fn checkpoint_statistics(path: &str) -> anyhow::Result<f64> {
     Ok(total)
 }
 
+/// A reader given the CPU as its device reads onto the CPU, whatever the
+/// stream before it is.
+pub fn uploaded_limits(uploads: Vec<Vec<u8>>) -> anyhow::Result<f64> {
+    let mut total = 0.0;
+    for upload in uploads {
+        let stream = std::io::Cursor::new(upload);
+        for (_name, tensor) in Tensor::load_multi_from_stream_with_device(stream, Device::Cpu)? {
+            total += tensor.double_value(&[]);
+        }
+    }
+    Ok(total)
+}
+
 pub fn moved_to_a_device(path: &str, device: Device) -> anyhow::Result<f64> {
     let mut total = 0.0;
     for (_name, tensor) in &Tensor::read_npz(path)? {
