@@ -285,8 +285,10 @@ fn first_and_second_pass<'a>(
     // Second pass: files not parsed yet that mention a crate-local function
     // found to sync, or its type, may call it in a loop or say what it is
     // called on. Repeat, since they may define
-    // more such functions.
-    let mut tried: HashSet<usize> = HashSet::new();
+    // more such functions: a file that named none of the first ones is
+    // looked at again for the names found since (`trader.on_candle(c)` in
+    // `main.rs`, once `on_candle` is found to reach `Model::act`).
+    let mut searched: HashMap<Option<PathBuf>, HashSet<String>> = HashMap::new();
     loop {
         let results = {
             let crates = group_by_workspace(&scanned);
@@ -297,6 +299,7 @@ fn first_and_second_pass<'a>(
                 // A syncing method's type too: a file that only names it
                 // (`pub type SBertRT = SBert<RustTokenizers>`, a re-export)
                 // says what a call's receiver is.
+                let known = searched.entry((*root).clone()).or_default();
                 let names: HashSet<&str> = summary
                     .syncs
                     .keys()
@@ -304,10 +307,12 @@ fn first_and_second_pass<'a>(
                         let function = index.function(id);
                         std::iter::once(function.name.as_str()).chain(function.owner.as_deref())
                     })
+                    .filter(|name| !known.contains(*name))
                     .collect();
                 if names.is_empty() {
                     continue;
                 }
+                known.extend(names.iter().map(|name| name.to_string()));
                 if let Ok(needles) = AhoCorasick::new(names) {
                     needles_by_crate.insert(*root, needles);
                 }
@@ -320,13 +325,12 @@ fn first_and_second_pass<'a>(
                 .flat_map(|(members, needles)| members.iter().map(move |&i| (i, needles)))
                 .filter(|&(i, _)| {
                     let file = &scanned[i];
-                    file.read && file.facts.is_none() && file.error.is_none() && !tried.contains(&i)
+                    file.read && file.facts.is_none() && file.error.is_none()
                 })
                 .collect();
             if pending.is_empty() {
                 break;
             }
-            tried.extend(pending.iter().map(|(i, _)| *i));
             pending
                 .into_par_iter()
                 .filter_map(|(i, needles)| {
