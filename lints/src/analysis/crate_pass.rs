@@ -1079,6 +1079,29 @@ impl<'a> CrateIndex<'a> {
         }
     }
 
+    /// The callees of a call, as [`CrateIndex::callees`], where a method of
+    /// a receiver of unknown type is only one that takes as many arguments
+    /// (`market.act(i, currency, candle, qty, long)` is not `Model::act(obs,
+    /// n)`). What a call does, a model's run or an update, is not guessed
+    /// from a method the call cannot be; where values live still errs
+    /// towards every method of the name.
+    pub(crate) fn callees_by_arity(&self, file: usize, call: &CallSite) -> Vec<FnId> {
+        let callees = self.callees(file, call);
+        match &call.callee {
+            Callee::Method { receiver, .. }
+                if self
+                    .resolve(receiver, Some(self.files[file].unit))
+                    .is_none() =>
+            {
+                callees
+                    .into_iter()
+                    .filter(|&id| self.function(id).arity + 1 == call.args.len())
+                    .collect()
+            }
+            _ => callees,
+        }
+    }
+
     /// Every call site of each crate-local function: (file, call index).
     fn callers(&self) -> std::cell::Ref<'_, Callers> {
         if self.callers.borrow().is_none() {

@@ -321,6 +321,8 @@ pub struct FnFacts {
     pub module: Vec<String>,
     /// Whether it takes `self`.
     pub has_receiver: bool,
+    /// How many inputs it takes besides `self`.
+    pub arity: usize,
     /// Its return type.
     pub returns: TyKind,
     /// The type of what the body returns, where it says more than the

@@ -666,6 +666,7 @@ impl<'a> Walker<'a> {
             name: sig.ident.to_string(),
             module: self.module.clone(),
             has_receiver: sig.receiver().is_some(),
+            arity: sig.inputs.len() - usize::from(sig.receiver().is_some()),
             returns,
             body_return: None,
             return_place: Place::Device,

@@ -130,7 +130,7 @@ impl CrateIndex<'_> {
                 info.facts
                     .calls
                     .iter()
-                    .map(|call| self.callees(file, call))
+                    .map(|call| self.callees_by_arity(file, call))
                     .collect()
             })
             .collect();

@@ -584,6 +584,10 @@ pub(super) fn flushes_a_buffer(cond: &Expr, then_branch: &syn::Block) -> bool {
             buffer_name(&b.left)
         }
         Expr::Binary(b) if matches!(b.op, BinOp::Le(_) | BinOp::Lt(_)) => buffer_name(&b.right),
+        // `if history.is_full() { ..; history.clear(); }`
+        Expr::MethodCall(m) if m.method == "is_full" && m.args.is_empty() => {
+            buffer_path(&m.receiver)
+        }
         Expr::Paren(p) => return flushes_a_buffer(&p.expr, then_branch),
         _ => return false,
     };
