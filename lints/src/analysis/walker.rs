@@ -1438,7 +1438,7 @@ impl<'a> Walker<'a> {
 
     /// Records a call for the crate pass; `literals` as in
     /// [`CallSite::literals`].
-    fn record_call(
+    pub(super) fn record_call(
         &mut self,
         callee: Callee,
         loc: Loc,

@@ -563,6 +563,30 @@ impl Walker<'_> {
                 }
             }
         }
+        // `for res in trainer`: each iteration calls the iterator's
+        // `next`, which the crate pass resolves where the type is the
+        // crate's own (`impl Iterator for Trainer`, a training step a
+        // batch). A reference, a value of unknown type or a generic
+        // iterator is left alone.
+        if let Val::Deferred(ty, place) = &iterable {
+            // A generic `I: Iterator` is std's trait: its `next` is no
+            // crate method.
+            let std_iterator = matches!(ty, TypeRef::Named(name)
+                if matches!(name.as_str(), "Iterator" | "IntoIterator" | "DoubleEndedIterator" | "ExactSizeIterator"));
+            if *ty != TypeRef::Unknown && !std_iterator && !matches!(&*f.expr, Expr::Reference(_)) {
+                let loc = self.loc(f.for_token.span, f.expr.span());
+                self.record_call(
+                    Callee::Method {
+                        receiver: ty.clone(),
+                        name: "next".to_owned(),
+                    },
+                    loc,
+                    vec![Some(place.clone())],
+                    vec![None],
+                    false,
+                );
+            }
+        }
         self.push_scope();
         self.fn_state.moved_in_loops.push(moved_to_device(&f.body));
         let element = iterable.element().unwrap_or(Val::Unknown);
