@@ -1,9 +1,10 @@
 //! An evaluation loop whose observation builder runs an encoder over the
 //! batch in chunks (a loop of forwards over items, no update) and which
 //! then runs the policy itself: each pass is one step, so its copies wait
-//! once per step. A loop around a search's simulations, or around a
-//! sampler's timesteps that hand the latents on, stays the once-per-item
-//! level.
+//! once per step. So is a function that runs the policy itself after such
+//! an encoder: one step per call. A loop around a search's simulations, or
+//! around a sampler's timesteps that hand the latents on, stays the
+//! once-per-item level.
 
 use tch::{nn, nn::Module, Device, Kind, Tensor};
 
@@ -41,6 +42,39 @@ pub fn evaluate(steps: usize) -> Vec<i64> {
         actions.extend(chosen);
     }
     actions
+}
+
+/// Each environment group's observations, encoded chunk by chunk.
+fn build_grouped_obs(encoder: &Encoder, groups: &[Tensor]) -> Tensor {
+    let mut encoded = Vec::new();
+    for group in groups {
+        encoded.push(build_obs(encoder, group, 64));
+    }
+    Tensor::cat(&encoded, 0)
+}
+
+/// An actor's step as a function: it builds the observation through the
+/// chunked encoder and runs the policy itself, so it is one step per call,
+/// and the rollout loop calling it waits once per step for its copy.
+fn act_batch(policy: &nn::Sequential, encoder: &Encoder, raw: &Tensor) -> Vec<i64> {
+    let obs = build_grouped_obs(encoder, &raw.chunk(4, 0));
+    let logits = tch::no_grad(|| policy.forward(&obs));
+    (&logits.argmax(-1, false)).try_into().unwrap() //~ warning host-sync
+}
+
+pub fn rollout(steps: usize) -> usize {
+    let device = Device::cuda_if_available();
+    let vs = nn::VarStore::new(device);
+    let encoder = Encoder {
+        net: nn::seq().add(nn::linear(vs.root() / "enc", 64, 32, Default::default())),
+    };
+    let policy = nn::seq().add(nn::linear(vs.root() / "pi", 32, 8, Default::default()));
+    let mut taken = 0;
+    for _ in 0..steps {
+        let raw = Tensor::rand([256, 64], (Kind::Float, device));
+        taken += act_batch(&policy, &encoder, &raw).len(); //~ warning host-sync
+    }
+    taken
 }
 
 /// One image per sample: the timestep loop hands the latents on, so the

@@ -485,10 +485,16 @@ impl CrateIndex<'_> {
     /// level around it.
     fn is_step_fn(&self, id: FnId, sets: &StepSets) -> bool {
         let name = &self.function(id).name;
+        // A function that runs a model outside its loops is one step,
+        // unless it also repeats steps (a generation, a search, training);
+        // loops that only walk items through models (an encoder over an
+        // observation's chunks) leave it one step.
         is_forward(name)
             || is_update(name)
             || sets.update.contains(&id)
-            || (sets.forward.contains(&id) && !sets.repeating.contains(&id))
+            || (sets.forward.contains(&id)
+                && (!sets.repeating.contains(&id)
+                    || !(sets.sequential.contains(&id) || sets.looping_update.contains(&id))))
     }
 }
 
