@@ -22,7 +22,8 @@ pub(crate) struct Manifest {
     /// Targets it declares with explicit paths.
     pub targets: scope::DeclaredTargets,
     /// It is prepared for crates.io (its `[package]` has a `description`
-    /// and no `publish = false`): other crates call its public functions.
+    /// and a `license`, and no `publish = false`): other crates call its
+    /// public functions.
     pub published: bool,
     /// Its `[workspace]`'s `members` and `exclude` patterns, when it is a
     /// workspace root.
@@ -312,13 +313,16 @@ impl Layout {
     }
 }
 
-/// A `[package]` with a `description` (crates.io requires one) that does
-/// not say `publish = false`.
+/// A `[package]` with a `description` and a `license` (crates.io requires
+/// both) that does not say `publish = false`.
 fn published(table: &toml::Table) -> bool {
     let Some(package) = table.get("package").and_then(toml::Value::as_table) else {
         return false;
     };
+    // crates.io takes a crate with a description and a license; either
+    // may come from the workspace (`license.workspace = true`).
     package.contains_key("description")
+        && (package.contains_key("license") || package.contains_key("license-file"))
         && package.get("publish").and_then(toml::Value::as_bool) != Some(false)
 }
 
@@ -455,15 +459,22 @@ mod tests {
             Features::from_manifest("[features]\ndefault = [\"x\"]\nx = []\n", &[])
         );
         assert!(!layout.published(&root.join("a")));
+        // A description alone does not make a crate crates.io takes.
         std::fs::write(
             root.join("a/Cargo.toml"),
             "[package]\nname = \"a-crate\"\ndescription = \"A crate.\"\n",
         )
         .unwrap();
+        assert!(!Layout::new(&[]).published(&root.join("a")));
+        std::fs::write(
+            root.join("a/Cargo.toml"),
+            "[package]\nname = \"a-crate\"\ndescription = \"A crate.\"\nlicense = \"MIT\"\n",
+        )
+        .unwrap();
         assert!(Layout::new(&[]).published(&root.join("a")));
         std::fs::write(
             root.join("a/Cargo.toml"),
-            "[package]\nname = \"a-crate\"\ndescription = \"A crate.\"\npublish = false\n",
+            "[package]\nname = \"a-crate\"\ndescription = \"A crate.\"\nlicense = \"MIT\"\npublish = false\n",
         )
         .unwrap();
         assert!(!Layout::new(&[]).published(&root.join("a")));
