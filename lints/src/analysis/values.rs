@@ -445,6 +445,9 @@ impl Val {
                     .filter(|ty| b.zero_dim_if.as_ref() == Some(ty)),
                 forward_of: None,
             }),
+            // An absent value (`None`, the other arm of `Ok(t) => Some(t)`)
+            // holds no data: the value is the tensor, where it is.
+            (Val::Tensor(a), Val::Other) | (Val::Other, Val::Tensor(a)) => Val::Tensor(a),
             // A branch that diverges or is unknown does not make the other
             // branch's tensor less of a tensor, but CPU provenance must hold
             // on every path.
@@ -457,6 +460,9 @@ impl Val {
                 Val::Tuple(a.into_iter().zip(b).map(|(a, b)| a.join(b)).collect())
             }
             (Val::Iter(a), Val::Iter(b)) => Val::Iter(Box::new(a.join(*b))),
+            (Val::Deferred(t, a), Val::Other) | (Val::Other, Val::Deferred(t, a)) => {
+                Val::Deferred(t, a)
+            }
             (Val::Deferred(t, _), _) | (_, Val::Deferred(t, _)) => Val::deferred(t),
             (Val::Device(a), Val::Device(b)) => Val::Device(a.both(b)),
             (Val::Other, Val::Other) => Val::Other,

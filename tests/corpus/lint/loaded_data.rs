@@ -25,6 +25,25 @@ pub fn checkpoint_statistics(path: &str) -> anyhow::Result<f64> {
     Ok(total)
 }
 
+/// An optional file read as `Some` on success and `None` otherwise holds
+/// what was read, where it was read.
+pub fn optional_boosts(path: &str, n: i64) -> f64 {
+    let boosts = match Tensor::load(path) {
+        Ok(tensor) => Some(tensor),
+        Err(e) => {
+            eprintln!("no boosts: {e}");
+            None
+        }
+    };
+    let mut total = 0.0;
+    for i in 0..n {
+        if let Some(ref b) = boosts {
+            total += b.get(i).double_value(&[]);
+        }
+    }
+    total
+}
+
 /// A reader given the CPU as its device reads onto the CPU, whatever the
 /// stream before it is.
 pub fn uploaded_limits(uploads: Vec<Vec<u8>>) -> anyhow::Result<f64> {
