@@ -187,7 +187,12 @@ impl Walker<'_> {
             Expr::Return(r) => {
                 if let Some(e) = &r.expr {
                     let value = self.expr(e);
-                    self.note_return(&value);
+                    // `return Err(..)` hands back an error, no tensor: the
+                    // place of what the function returns is its `Ok`'s.
+                    let error = matches!(&**e, Expr::Call(c) if builds_an_error(c));
+                    if !error {
+                        self.note_return(&value);
+                    }
                 }
                 Val::Other
             }
