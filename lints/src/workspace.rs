@@ -61,6 +61,9 @@ pub(crate) struct Layout {
     unheld: HashMap<PathBuf, bool>,
     /// Per crate root, whether it uses tch (see [`Layout::uses_tch`]).
     tch: HashMap<PathBuf, bool>,
+    /// Per workspace root, whether its `members` names a directory the
+    /// checkout lacks (see [`Layout::called_from_elsewhere`]).
+    missing_member: HashMap<PathBuf, bool>,
     outside: Arc<Features>,
 }
 
@@ -76,6 +79,7 @@ impl Layout {
             members: HashMap::new(),
             unheld: HashMap::new(),
             tch: HashMap::new(),
+            missing_member: HashMap::new(),
             outside: Arc::new(Features::only(extra_features)),
         }
     }
@@ -121,14 +125,17 @@ impl Layout {
             return true;
         }
         let root = self.workspace_of(crate_root);
-        let patterns = self
-            .manifest(&root)
-            .map(|m| m.members.clone())
-            .unwrap_or_default();
-        patterns
-            .iter()
-            .filter(|pattern| !pattern.contains(['*', '?', '[']))
-            .any(|pattern| !manifest_path(&normalize(&root.join(pattern))).is_file())
+        if let Some(&known) = self.missing_member.get(&root) {
+            return known;
+        }
+        let missing = self.manifest(&root).is_some_and(|m| {
+            m.members
+                .iter()
+                .filter(|pattern| !pattern.contains(['*', '?', '[']))
+                .any(|pattern| !manifest_path(&normalize(&root.join(pattern))).is_file())
+        });
+        self.missing_member.insert(root, missing);
+        missing
     }
 
     /// The crate's name, from its manifest.
@@ -460,23 +467,16 @@ mod tests {
         );
         assert!(!layout.published(&root.join("a")));
         // A description alone does not make a crate crates.io takes.
-        std::fs::write(
-            root.join("a/Cargo.toml"),
-            "[package]\nname = \"a-crate\"\ndescription = \"A crate.\"\n",
-        )
-        .unwrap();
+        // A described package with these further keys.
+        let described = |keys: &str| {
+            let text = format!("[package]\nname = \"a-crate\"\ndescription = \"A crate.\"\n{keys}");
+            std::fs::write(root.join("a/Cargo.toml"), text).unwrap();
+        };
+        described("");
         assert!(!Layout::new(&[]).published(&root.join("a")));
-        std::fs::write(
-            root.join("a/Cargo.toml"),
-            "[package]\nname = \"a-crate\"\ndescription = \"A crate.\"\nlicense = \"MIT\"\n",
-        )
-        .unwrap();
+        described("license = \"MIT\"\n");
         assert!(Layout::new(&[]).published(&root.join("a")));
-        std::fs::write(
-            root.join("a/Cargo.toml"),
-            "[package]\nname = \"a-crate\"\ndescription = \"A crate.\"\nlicense = \"MIT\"\npublish = false\n",
-        )
-        .unwrap();
+        described("license = \"MIT\"\npublish = false\n");
         assert!(!Layout::new(&[]).published(&root.join("a")));
         assert!(!Layout::new(&[]).called_from_elsewhere(&root.join("a")));
         // A member the checkout lacks (a gitignored driver) may call it.

@@ -1044,6 +1044,20 @@ impl<'a> CrateIndex<'a> {
 
     /// The crate-local functions a call in `file` may reach.
     pub(crate) fn callees(&self, file: usize, call: &CallSite) -> Vec<FnId> {
+        self.callees_matching(file, call, false)
+    }
+
+    /// The callees of a call, as [`CrateIndex::callees`], where a method of
+    /// a receiver of unknown type is only one that takes as many arguments
+    /// (`market.act(i, currency, candle, qty, long)` is not `Model::act(obs,
+    /// n)`). What a call does, a model's run or an update, is not guessed
+    /// from a method the call cannot be; where values live still errs
+    /// towards every method of the name.
+    pub(crate) fn callees_by_arity(&self, file: usize, call: &CallSite) -> Vec<FnId> {
+        self.callees_matching(file, call, true)
+    }
+
+    fn callees_matching(&self, file: usize, call: &CallSite, by_arity: bool) -> Vec<FnId> {
         let from = Some(self.files[file].unit);
         match &call.callee {
             Callee::Free(path) => self.free_callees(file, call.context.function, path),
@@ -1068,37 +1082,20 @@ impl<'a> CrateIndex<'a> {
                 ),
                 Some(_) => Vec::new(),
                 None if AMBIGUOUS_METHODS.contains(&name.as_str()) => Vec::new(),
-                None => self.closest(
-                    from,
-                    self.named(name).filter(|&id| {
-                        let f = self.function(id);
-                        f.has_receiver && !is_std_trait_impl(f)
-                    }),
-                ),
+                None => {
+                    let mut found = self.closest(
+                        from,
+                        self.named(name).filter(|&id| {
+                            let f = self.function(id);
+                            f.has_receiver && !is_std_trait_impl(f)
+                        }),
+                    );
+                    if by_arity {
+                        found.retain(|&id| self.function(id).arity + 1 == call.args.len());
+                    }
+                    found
+                }
             },
-        }
-    }
-
-    /// The callees of a call, as [`CrateIndex::callees`], where a method of
-    /// a receiver of unknown type is only one that takes as many arguments
-    /// (`market.act(i, currency, candle, qty, long)` is not `Model::act(obs,
-    /// n)`). What a call does, a model's run or an update, is not guessed
-    /// from a method the call cannot be; where values live still errs
-    /// towards every method of the name.
-    pub(crate) fn callees_by_arity(&self, file: usize, call: &CallSite) -> Vec<FnId> {
-        let callees = self.callees(file, call);
-        match &call.callee {
-            Callee::Method { receiver, .. }
-                if self
-                    .resolve(receiver, Some(self.files[file].unit))
-                    .is_none() =>
-            {
-                callees
-                    .into_iter()
-                    .filter(|&id| self.function(id).arity + 1 == call.args.len())
-                    .collect()
-            }
-            _ => callees,
         }
     }
 

@@ -42,10 +42,10 @@ pub(super) struct LoopSteps {
     /// A loop it encloses (or one in a function it calls) runs an update:
     /// not only models (a chunked encoder, a search's evaluations).
     encloses_update: bool,
-    /// A loop it encloses repeats (`loop`, `while`, a range: a search's
-    /// simulations) or hands a model's output on (generation, diffusion
-    /// timesteps), directly or in a function it calls.
-    encloses_repeat: bool,
+    /// A loop it encloses is sequential (see [`is_sequential`]): a search's
+    /// simulations, a generation's or a sampler's steps, directly or in a
+    /// function it calls.
+    encloses_sequence: bool,
 }
 
 /// What functions do, as far as steps go.
@@ -185,22 +185,17 @@ impl CrateIndex<'_> {
                             found.repeating.insert(id);
                         }
                     }
-                    if !periodic && callees.iter().any(|c| loops_in(&c)) {
-                        found.looping.insert(id);
-                    }
-                    if !periodic
-                        && callees
-                            .iter()
-                            .any(|c| loops_in(&c) && sets.looping_update.contains(c))
-                    {
-                        found.looping_update.insert(id);
-                    }
-                    if !periodic
-                        && callees
-                            .iter()
-                            .any(|c| loops_in(&c) && sets.sequential.contains(c))
-                    {
-                        found.sequential.insert(id);
+                    if !periodic {
+                        let looped: Vec<&FnId> = callees.iter().filter(loops_in).collect();
+                        if !looped.is_empty() {
+                            found.looping.insert(id);
+                        }
+                        if looped.iter().any(|c| sets.looping_update.contains(*c)) {
+                            found.looping_update.insert(id);
+                        }
+                        if looped.iter().any(|c| sets.sequential.contains(*c)) {
+                            found.sequential.insert(id);
+                        }
                     }
                 }
                 for (loop_id, facts) in info.facts.loops.iter().enumerate() {
@@ -209,7 +204,7 @@ impl CrateIndex<'_> {
                         forward: runs_forward,
                         encloses,
                         encloses_update,
-                        encloses_repeat,
+                        encloses_sequence,
                         ..
                     } = levels[file][loop_id];
                     let Some(f) = facts.function else {
@@ -226,7 +221,7 @@ impl CrateIndex<'_> {
                         if runs_update || encloses_update {
                             found.looping_update.insert((file, f));
                         }
-                        if facts.repeats || facts.feeds_back || facts.carries || encloses_repeat {
+                        if is_sequential(facts, encloses_sequence) {
                             found.sequential.insert((file, f));
                         }
                     }
@@ -281,7 +276,7 @@ impl CrateIndex<'_> {
                         let forward_step = steps.forward
                             && !facts.over_components
                             && !steps.encloses_update
-                            && !steps.encloses_repeat;
+                            && !steps.encloses_sequence;
                         let step_loop = (steps.update && !steps.encloses_repeating)
                             || generation
                             || forward_step;
@@ -348,18 +343,11 @@ impl CrateIndex<'_> {
                 {
                     steps[loop_id].encloses_repeating = true;
                 }
-                if callees
-                    .iter()
-                    .any(|c| looping(c) && sets.looping_update.contains(c))
-                {
-                    steps[loop_id].encloses_update = true;
-                }
-                if callees
-                    .iter()
-                    .any(|c| looping(c) && sets.sequential.contains(c))
-                {
-                    steps[loop_id].encloses_repeat = true;
-                }
+                let looped: Vec<&FnId> = callees.iter().filter(|c| looping(c)).collect();
+                steps[loop_id].encloses_update |=
+                    looped.iter().any(|c| sets.looping_update.contains(*c));
+                steps[loop_id].encloses_sequence |=
+                    looped.iter().any(|c| sets.sequential.contains(*c));
             }
         }
         // Children come after their parents: fold the nested step loops up
@@ -390,8 +378,8 @@ impl CrateIndex<'_> {
                 if inner.update || inner.encloses_update {
                     steps[parent].encloses_update = true;
                 }
-                if child.repeats || child.feeds_back || child.carries || inner.encloses_repeat {
-                    steps[parent].encloses_repeat = true;
+                if is_sequential(child, inner.encloses_sequence) {
+                    steps[parent].encloses_sequence = true;
                 }
             }
         }
@@ -496,6 +484,13 @@ impl CrateIndex<'_> {
                 && (!sets.repeating.contains(&id)
                     || !(sets.sequential.contains(&id) || sets.looping_update.contains(&id))))
     }
+}
+
+/// Whether a loop of steps is sequential rather than a walk over items: it
+/// repeats (`loop`, `while`, a range), hands a value on to its next pass
+/// (generation, a sampler's timesteps), or encloses such a loop.
+fn is_sequential(facts: &crate::analysis::facts::LoopFacts, encloses_sequence: bool) -> bool {
+    facts.repeats || facts.feeds_back || facts.carries || encloses_sequence
 }
 
 /// Where a function runs once per step: the call, in a per-step loop, that
