@@ -282,7 +282,13 @@ fn workspace_findings(
             let per_step = site
                 .context
                 .function
-                .filter(|_| read.fix == Fix::Bulk && read.item)
+                .filter(|_| {
+                    (read.fix == Fix::Bulk && read.item)
+                        || site
+                            .context
+                            .loop_id
+                            .is_some_and(|l| facts.loops[l].over_parameters)
+                })
                 .filter(|&f| !test_only.contains(&(file, f)))
                 .and_then(|f| hot_live((file, f)))
                 .filter(|hot_call| index.site_syncs_in(file, site, hot_call))
@@ -350,6 +356,25 @@ fn workspace_findings(
                 }
                 _ => None,
             };
+            // A call in a walk over a model's parameters, in a function
+            // that runs once per step, runs once per parameter per step.
+            read.per_step_function = call
+                .context
+                .function
+                .filter(|_| {
+                    call.context
+                        .loop_id
+                        .is_some_and(|l| facts.loops[l].over_parameters)
+                })
+                .filter(|&f| !test_only.contains(&(file, f)))
+                .and_then(|f| hot_live((file, f)))
+                .map(|hot_call| {
+                    format!(
+                        "`{}` runs on every iteration of the loop at {}",
+                        index.function(hot_call.callee).display_name(),
+                        loop_place(scanned, positions, file, hot_call),
+                    )
+                });
             let around = cold_context(&call.context, file, &test_only, uncalled).into_owned();
             let context = Context {
                 periodic: chain.periodic.clone(),
@@ -633,8 +658,12 @@ fn judge(
     let level = configured_level(&read, context, facts, config)?;
     let loop_line = facts.loops[loop_id].line;
     let loop_level = levels.get(file, loop_id);
-    // Each whole item of a loop that runs no step copied once.
-    let item_copy = read.fix == Fix::Bulk && read.item && loop_level.stepless;
+    // Each whole item of a loop that runs no step copied once, or each
+    // parameter of a model read in a walk over them that runs no step
+    // (checking the weights once they are loaded).
+    let over_parameters = facts.loops[loop_id].over_parameters;
+    let item_copy =
+        ((read.fix == Fix::Bulk && read.item) || over_parameters) && loop_level.stepless;
     let quiet_because = match &context.cold {
         Some(Cold::Test) if !config.hot.tests => return None,
         Some(Cold::DebugAssertion) if !config.hot.debug_assertions => return None,
@@ -691,9 +720,15 @@ fn judge(
             // tensors, handing each input to another runtime) is the
             // loop's purpose, not a stall between steps.
             (item_copy && read.per_step_function.is_none()).then(|| {
-                format!(
-                    "copies each whole item once in the loop at line {loop_line}, which runs no training or generation step"
-                )
+                if over_parameters {
+                    format!(
+                        "reads each parameter once in the walk over the model's parameters at line {loop_line}, which runs no training or generation step"
+                    )
+                } else {
+                    format!(
+                        "copies each whole item once in the loop at line {loop_line}, which runs no training or generation step"
+                    )
+                }
             })
         });
     let quiet = quiet_because.is_some();
@@ -703,9 +738,11 @@ fn judge(
         .filter(|_| !quiet && item_copy);
     let element_iter = facts.loops[loop_id].element_iter;
     if let Some(per_step) = per_step {
-        read.notes.push(format!(
-            "{per_step}: it copies each item of the loop at line {loop_line} once per iteration"
-        ));
+        read.notes.push(if over_parameters {
+            format!("{per_step}: it reads each parameter of the walk at line {loop_line} once per iteration")
+        } else {
+            format!("{per_step}: it copies each item of the loop at line {loop_line} once per iteration")
+        });
     } else if let (false, Some(helper)) = (quiet, &facts.loops[loop_id].inside_helper) {
         read.notes.push(format!(
             "`{helper}` runs a loop of its own over the mini-batches: the host waits for the device once per mini-batch"

@@ -677,6 +677,17 @@ impl<'a> CrateIndex<'a> {
             })
     }
 
+    /// Whether some type implements `trait_name` without overriding a
+    /// method that `overrides` of its impls override.
+    fn keeps_default(&self, trait_name: &str, overrides: usize) -> bool {
+        let implementors = self
+            .traits_of
+            .values()
+            .filter(|traits| traits.contains(&trait_name))
+            .count();
+        implementors > overrides
+    }
+
     /// Methods named `name` of type (or trait) `owner`, as seen from `from`.
     fn methods_of(&self, owner: &str, name: &str, from: Option<usize>) -> Vec<FnId> {
         self.methods_within(self.unaliased(owner, from), name, from, 0)
@@ -715,37 +726,38 @@ impl<'a> CrateIndex<'a> {
         from: Option<usize>,
         depth: usize,
     ) -> Vec<FnId> {
-        let own: Vec<FnId> = self.closest(
-            from,
-            self.named(name).filter(|&id| {
-                let f = self.function(id);
-                f.owner.as_deref() == Some(owner) && !f.in_trait
-            }),
-        );
+        let of_owner = |id: &FnId| {
+            let f = self.function(*id);
+            f.owner.as_deref() == Some(owner) && !f.in_trait
+        };
         // Method-call syntax finds an inherent method before a trait's
         // method of the same name (an engine's `infer` beside its
-        // `impl InferenceEngine`, which usually delegates to it).
-        let inherent: Vec<FnId> = own
-            .iter()
-            .copied()
-            .filter(|&id| self.function(id).trait_impl.is_none())
-            .collect();
+        // `impl InferenceEngine`, which usually delegates to it), wherever
+        // the trait impl sits: `NnModel::forward(self, x)` in another
+        // crate's `impl Model for NnModel` is the inherent one, not itself.
+        let inherent: Vec<FnId> = self.closest(
+            from,
+            self.named(name)
+                .filter(of_owner)
+                .filter(|&id| self.function(id).trait_impl.is_none()),
+        );
         if !inherent.is_empty() {
             return inherent;
         }
+        let own: Vec<FnId> = self.closest(from, self.named(name).filter(of_owner));
         if !own.is_empty() {
             return own;
         }
         if self.traits.contains(owner) {
             // A trait or generic receiver: every impl of the trait.
-            let impls: Vec<FnId> = self.closest(
+            let mut impls: Vec<FnId> = self.closest(
                 from,
                 self.named(name)
                     .filter(|&id| self.function(id).trait_impl.as_deref() == Some(owner)),
             );
-            if !impls.is_empty() {
-                return impls;
-            }
+            // The trait's default body runs for every implementor that does
+            // not override it: a wrapper's override does not hide the
+            // default the wrapped model keeps.
             let default: Vec<FnId> = self.closest(
                 from,
                 self.named(name).filter(|&id| {
@@ -753,6 +765,12 @@ impl<'a> CrateIndex<'a> {
                     f.in_trait && f.owner.as_deref() == Some(owner)
                 }),
             );
+            if !impls.is_empty() {
+                if self.keeps_default(owner, impls.len()) {
+                    impls.extend(default);
+                }
+                return impls;
+            }
             if !default.is_empty() {
                 return default;
             }

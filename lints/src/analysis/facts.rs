@@ -243,6 +243,9 @@ pub struct LoopFacts {
     /// &self.layers`, `self.heads.iter().map(..)`): the parts of one model,
     /// so a model run in it is one forward pass, not a loop of steps.
     pub over_components: bool,
+    /// It walks a model's parameters (`for (name, t) in vs.variables()`):
+    /// one read per parameter, a step only where the loop runs per step.
+    pub over_parameters: bool,
     /// It sits behind a periodic guard of the loop around it (an
     /// evaluation, or an update phase, every N steps): it makes no epoch
     /// of that loop.

@@ -731,9 +731,17 @@ impl<'a> Walker<'a> {
         {
             self.annotated_try_into(ty, expr);
         }
-        self.note_return(&tail);
-        if let Some(place) = self.fn_state.returns.take() {
-            self.facts.functions[index].return_place = place;
+        // A body that ends by handing back an error (`Err(..)`, the whole
+        // of a trait method a wrapper does not support) returns no tensor
+        // there; one that returns nothing else returns no data at all.
+        let error_tail = matches!(block.stmts.last(), Some(Stmt::Expr(expr, None)) if syntax::hands_back_an_error(expr));
+        if !error_tail {
+            self.note_return(&tail);
+        }
+        match self.fn_state.returns.take() {
+            Some(place) => self.facts.functions[index].return_place = place,
+            None if error_tail => self.facts.functions[index].return_place = Place::Cpu,
+            None => {}
         }
         let returned = self.fn_state.returned_type.take();
         let moving = TypeRef::Written(TyKind::MovingModule);

@@ -4,9 +4,7 @@
 
 use super::*;
 use crate::rules::{self, CalleeName, Conversion, PathCall, Target};
-use syntax::{
-    ends_in_reduction, fixed_count, is_self_field_collection, names_a_kind, takes_a_lock,
-};
+use syntax::{ends_in_reduction, names_a_kind, takes_a_lock};
 
 /// A type name that may be a crate's alias of a type tch converts tensors
 /// into: capitalised, and not one of std's or tch's own types.
@@ -349,24 +347,19 @@ impl Walker<'_> {
         for arg in &m.args {
             let value = match (arg, &adapter) {
                 (Expr::Closure(c), None) if is_bench_routine(&name) => self.bench_loop(c),
-                (Expr::Closure(c), Some(params)) => {
-                    let components = is_self_field_collection(&m.receiver);
-                    let fixed = fixed_count(&m.receiver, &self.fn_state.arrays);
-                    self.closure_loop(
-                        c,
-                        params,
-                        matches!(
-                            name.as_str(),
-                            "for_each"
-                                | "try_for_each"
-                                | "for_each_concurrent"
-                                | "try_for_each_concurrent"
-                        ),
-                        parts,
-                        components,
-                        fixed,
-                    )
-                }
+                (Expr::Closure(c), Some(params)) => self.closure_loop(
+                    c,
+                    params,
+                    matches!(
+                        name.as_str(),
+                        "for_each"
+                            | "try_for_each"
+                            | "for_each_concurrent"
+                            | "try_for_each_concurrent"
+                    ),
+                    parts,
+                    &m.receiver,
+                ),
                 // `(0..n).map(search_one)`: a local closure run on each
                 // element.
                 (Expr::Path(path), Some(_)) if self.local_closure(path).is_some() => {

@@ -5,9 +5,10 @@ use super::*;
 use syntax::{
     asks_a_schedule, builds_an_error, counts_components, counts_environments, diverges,
     drives_requests, driving_tensor_iter, expr_diverges, fixed_count, flushes_a_buffer,
-    is_last_step, is_none_pattern, is_one_iteration, is_periodic, is_range,
+    hands_back_an_error, is_last_step, is_none_pattern, is_one_iteration, is_periodic, is_range,
     is_self_field_collection, moved_to_device, moves_its_input, pattern_names, resets_a_mark,
-    runs_a_model, runs_an_update, self_fields, starts_with_request, RequestSource,
+    runs_a_model, runs_an_update, self_fields, starts_with_request, walks_parameters,
+    RequestSource,
 };
 
 impl Walker<'_> {
@@ -515,7 +516,9 @@ impl Walker<'_> {
                 .then(|| format!("{} is None", self.source_of(&*m.expr)));
             let arm_value = self.guarded(ran_out, |w| w.expr(&arm.body));
             self.pop_scope();
-            if expr_diverges(&arm.body) {
+            // An arm that diverges, or hands back an error (`_ =>
+            // Err(..)`), gives the match no tensor of its own.
+            if expr_diverges(&arm.body) || hands_back_an_error(&arm.body) {
                 continue;
             }
             value = Some(match value {
@@ -544,6 +547,9 @@ impl Walker<'_> {
         }
         if fixed_count(&f.expr, &self.fn_state.arrays) {
             self.mark_loop(|l| l.fixed = true);
+        }
+        if walks_parameters(&f.expr) {
+            self.mark_loop(|l| l.over_parameters = true);
         }
         if counts_environments(&f.expr) {
             self.mark_loop(|l| l.over_environments = true);
@@ -801,19 +807,23 @@ impl Walker<'_> {
         value
     }
 
-    /// A closure an iterator adapter runs once per element.
+    /// A closure an iterator adapter runs once per element of what
+    /// `receiver` iterates.
     pub(super) fn closure_loop(
         &mut self,
         c: &ExprClosure,
         params: &[Val],
         statement: bool,
         parts: bool,
-        components: bool,
-        fixed: bool,
+        receiver: &Expr,
     ) -> Val {
+        let fixed = fixed_count(receiver, &self.fn_state.arrays);
         let saved = self.enter_loop(statement, c.or1_token.span.start().line);
-        if components {
+        if is_self_field_collection(receiver) {
             self.mark_loop(|l| l.over_components = true);
+        }
+        if walks_parameters(receiver) {
+            self.mark_loop(|l| l.over_parameters = true);
         }
         if fixed {
             self.mark_loop(|l| l.fixed = true);

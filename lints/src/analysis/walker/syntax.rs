@@ -133,6 +133,38 @@ pub(super) fn is_self_field_collection(expr: &Expr) -> bool {
     }
 }
 
+/// Whether an iterable walks a model's parameters (`vs.variables()`,
+/// `vs.trainable_variables().iter()`, `model.parameters()`): one tensor
+/// of one model per iteration, not a step.
+pub(super) fn walks_parameters(expr: &Expr) -> bool {
+    match expr {
+        Expr::Reference(r) => walks_parameters(&r.expr),
+        Expr::Paren(p) => walks_parameters(&p.expr),
+        Expr::Try(t) => walks_parameters(&t.expr),
+        Expr::MethodCall(m) => {
+            let name = m.method.to_string();
+            matches!(
+                name.as_str(),
+                "variables" | "trainable_variables" | "parameters" | "named_parameters"
+            ) || (matches!(
+                name.as_str(),
+                "iter"
+                    | "iter_mut"
+                    | "into_iter"
+                    | "values"
+                    | "enumerate"
+                    | "zip"
+                    | "rev"
+                    | "skip"
+                    | "take"
+                    | "unwrap"
+                    | "lock"
+            ) && walks_parameters(&m.receiver))
+        }
+        _ => false,
+    }
+}
+
 pub(super) fn path_has_segment(path: &syn::Path, name: &str) -> bool {
     path.segments.iter().any(|s| s.ident == name)
 }
@@ -961,6 +993,20 @@ pub(super) fn runs_an_update(block: &syn::Block) -> bool {
 /// Whether a call builds an error value: `Err(..)`.
 pub(super) fn builds_an_error(call: &ExprCall) -> bool {
     matches!(&*call.func, Expr::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Err"))
+}
+
+/// Whether an expression's value is an error built there (`Err(..)`, or a
+/// block ending in one).
+pub(super) fn hands_back_an_error(expr: &Expr) -> bool {
+    match expr {
+        Expr::Call(c) => builds_an_error(c),
+        Expr::Paren(p) => hands_back_an_error(&p.expr),
+        Expr::Block(b) => match b.block.stmts.last() {
+            Some(syn::Stmt::Expr(last, None)) => hands_back_an_error(last),
+            _ => false,
+        },
+        _ => false,
+    }
 }
 
 /// The names a loop body moves to a device itself, or whose fields it
