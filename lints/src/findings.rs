@@ -683,7 +683,7 @@ fn judge(
             !on
         )),
         Some(Cold::Feature(feature)) => Some(format!(
-            "only built with the cargo feature `{feature}`, which `default` does not enable"
+            "only built with the cargo feature `{feature}`, which no default build of its workspace turns on"
         )),
         Some(Cold::Uncalled { function, root }) if function == root => {
             Some(format!("no call in the workspace reaches `{function}`"))

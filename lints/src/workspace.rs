@@ -38,6 +38,8 @@ pub(crate) struct Manifest {
     /// It depends on tch itself (or on `torch-sys`), in any dependency
     /// table, under its own name or renamed.
     pub tch_dep: bool,
+    /// The manifest itself, for what it asks of its dependencies.
+    pub table: Option<toml::Table>,
 }
 
 /// A file's crate and workspace.
@@ -64,6 +66,8 @@ pub(crate) struct Layout {
     /// Per workspace root, whether its `members` names a directory the
     /// checkout lacks (see [`Layout::called_from_elsewhere`]).
     missing_member: HashMap<PathBuf, bool>,
+    /// Per crate root, its features in a build of its whole workspace.
+    unified: HashMap<PathBuf, Arc<Features>>,
     outside: Arc<Features>,
 }
 
@@ -80,6 +84,7 @@ impl Layout {
             unheld: HashMap::new(),
             tch: HashMap::new(),
             missing_member: HashMap::new(),
+            unified: HashMap::new(),
             outside: Arc::new(Features::only(extra_features)),
         }
     }
@@ -94,12 +99,84 @@ impl Layout {
         }
     }
 
-    /// The features a file of this crate is compiled with.
+    /// The features a file of this crate is compiled with: its default
+    /// ones, and those the other members of its workspace turn on for it
+    /// (cargo builds a workspace with one set of features per crate: a
+    /// member's `default = ["torch"]` with `torch = ["engine/torch"]`, or
+    /// its dependency `engine = { path = "..", features = ["torch"] }`,
+    /// turns `torch` on in `engine`).
     pub(crate) fn features(&mut self, crate_root: Option<&Path>) -> Arc<Features> {
         let outside = self.outside.clone();
-        crate_root
-            .and_then(|root| self.manifest(root))
-            .map_or(outside, |m| m.features.clone())
+        let Some(root) = crate_root else {
+            return outside;
+        };
+        let Some(own) = self.manifest(root).map(|m| m.features.clone()) else {
+            return outside;
+        };
+        if let Some(known) = self.unified.get(root) {
+            return known.clone();
+        }
+        let workspace = self.workspace_of(root);
+        if self.manifest(&workspace).is_some_and(|m| m.workspace_root) {
+            self.unify(&workspace);
+        }
+        self.unified.get(root).cloned().unwrap_or(own)
+    }
+
+    /// Works out the features of every member of the workspace at `root`
+    /// as one build of it turns them on, until no member asks another
+    /// for more.
+    fn unify(&mut self, root: &Path) {
+        if !self.members.contains_key(root) {
+            let members = self.workspace_members(root);
+            self.members.insert(root.to_owned(), members);
+        }
+        let mut members: Vec<PathBuf> = self.members[root].iter().cloned().collect();
+        members.sort();
+        let shared = self
+            .manifest(root)
+            .and_then(|m| m.table.as_ref())
+            .map(workspace_dependencies)
+            .unwrap_or_default();
+        let mut asked: HashMap<PathBuf, Vec<String>> = HashMap::new();
+        let mut features: HashMap<PathBuf, Features> = HashMap::new();
+        // Each round only adds features, so this ends; the bound guards
+        // against a manifest cargo itself would refuse.
+        for _ in 0..members.len() + 2 {
+            let mut changed = false;
+            for member in &members {
+                let Some(table) = self.manifest(member).and_then(|m| m.table.clone()) else {
+                    continue;
+                };
+                let mut start = self.extra_features.clone();
+                start.extend(asked.get(member).into_iter().flatten().cloned());
+                let (on, of_deps) = Features::closure(Some(&table), &start);
+                for (target, feature) in dependency_requests(&table, &on, &of_deps) {
+                    let target = match target {
+                        DepPath::Own(path) => normalize(&member.join(path)),
+                        DepPath::Shared(name) => match shared.get(&name) {
+                            Some(path) => normalize(&root.join(path)),
+                            None => continue,
+                        },
+                    };
+                    if !self.members[root].contains(&target) {
+                        continue;
+                    }
+                    let list = asked.entry(target).or_default();
+                    if !list.contains(&feature) {
+                        list.push(feature);
+                        changed = true;
+                    }
+                }
+                features.insert(member.clone(), on);
+            }
+            if !changed {
+                break;
+            }
+        }
+        for (member, on) in features {
+            self.unified.insert(member, Arc::new(on));
+        }
     }
 
     /// The targets the crate's manifest declares with explicit paths.
@@ -194,6 +271,7 @@ impl Layout {
                         path_deps: table.as_ref().map(path_dependencies).unwrap_or_default(),
                         // An unreadable manifest says nothing: count it in.
                         tch_dep: table.as_ref().is_none_or(depends_on_tch),
+                        table,
                     }
                 });
             self.manifests.insert(dir.to_owned(), manifest);
@@ -353,6 +431,87 @@ fn path_dependencies(table: &toml::Table) -> Vec<PathBuf> {
         .filter_map(|(_, dep)| dep.get("path").and_then(toml::Value::as_str))
         .map(PathBuf::from)
         .collect()
+}
+
+/// Where a dependency lives: a path of its own entry, relative to the
+/// manifest, or the entry of that name in the workspace's
+/// `[workspace.dependencies]` (`engine = { workspace = true }`).
+enum DepPath {
+    Own(PathBuf),
+    Shared(String),
+}
+
+/// The features a manifest built with `on` asks of its path dependencies:
+/// those its dependency entries list (`features = ["torch"]`) and those
+/// its enabled features name (`engine/torch`, `asked`). An optional
+/// dependency counts only where an enabled feature turns it on.
+fn dependency_requests(
+    table: &toml::Table,
+    on: &Features,
+    asked: &[(String, String)],
+) -> Vec<(DepPath, String)> {
+    let mut out = Vec::new();
+    let built: Vec<(&str, &toml::Value)> = built_dependencies(table).collect();
+    let place = |name: &str| -> Option<DepPath> {
+        let (_, dep) = built.iter().find(|(n, _)| *n == name)?;
+        if let Some(path) = dep.get("path").and_then(toml::Value::as_str) {
+            return Some(DepPath::Own(PathBuf::from(path)));
+        }
+        dep.get("workspace")
+            .and_then(toml::Value::as_bool)
+            .filter(|w| *w)
+            .map(|_| DepPath::Shared(name.to_owned()))
+    };
+    for (name, dep) in &built {
+        let optional = dep.get("optional").and_then(toml::Value::as_bool) == Some(true);
+        if optional && !on.has(name) && !asked.iter().any(|(d, _)| d == name) {
+            continue;
+        }
+        let listed = dep.get("features").and_then(toml::Value::as_array);
+        for feature in listed.into_iter().flatten().filter_map(toml::Value::as_str) {
+            if let Some(path) = place(name) {
+                out.push((path, feature.to_owned()));
+            }
+        }
+    }
+    for (name, feature) in asked {
+        if let Some(path) = place(name) {
+            out.push((path, feature.clone()));
+        }
+    }
+    out
+}
+
+/// The path of each `[workspace.dependencies]` entry that has one, by name.
+fn workspace_dependencies(table: &toml::Table) -> HashMap<String, PathBuf> {
+    table
+        .get("workspace")
+        .and_then(|w| w.get("dependencies"))
+        .and_then(toml::Value::as_table)
+        .into_iter()
+        .flatten()
+        .filter_map(|(name, dep)| {
+            let path = dep.get("path").and_then(toml::Value::as_str)?;
+            Some((name.clone(), PathBuf::from(path)))
+        })
+        .collect()
+}
+
+/// The dependencies a build (not a test) compiles: `[dependencies]` and
+/// `[build-dependencies]`, of every target.
+fn built_dependencies(table: &toml::Table) -> impl Iterator<Item = (&str, &toml::Value)> {
+    const KINDS: [&str; 3] = ["dependencies", "build-dependencies", "build_dependencies"];
+    let targets = table
+        .get("target")
+        .and_then(toml::Value::as_table)
+        .into_iter()
+        .flat_map(|t| t.values())
+        .filter_map(toml::Value::as_table);
+    std::iter::once(table)
+        .chain(targets)
+        .flat_map(|t| KINDS.iter().filter_map(move |k| t.get(*k)))
+        .filter_map(toml::Value::as_table)
+        .flat_map(|deps| deps.iter().map(|(name, dep)| (name.as_str(), dep)))
 }
 
 /// Whether a manifest depends on tch (or its `torch-sys`), by name or

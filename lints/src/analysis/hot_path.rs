@@ -22,16 +22,21 @@ pub struct Features {
 }
 
 impl Features {
-    /// The features enabled by default according to a `Cargo.toml`'s text,
-    /// plus `extra`: what `cargo build --release` compiles, as clippy lints
-    /// it. A feature that enables an optional `tch` is no exception; a crate
-    /// whose tch code sits behind one names it in `extra` (`[lint.hot]
-    /// features`). A manifest that does not parse enables only `extra`.
     pub fn from_manifest(text: &str, extra: &[String]) -> Features {
-        let mut enabled: BTreeSet<String> = extra.iter().cloned().collect();
         let table = toml::from_str::<toml::Table>(text).ok();
+        Features::closure(table.as_ref(), extra).0
+    }
+
+    /// The features of a crate whose manifest is `table`, built with its
+    /// `default` and `extra` on, and what they ask of its dependencies:
+    /// (dependency, feature) for each `dep/feature` or `dep?/feature`.
+    pub fn closure(
+        table: Option<&toml::Table>,
+        extra: &[String],
+    ) -> (Features, Vec<(String, String)>) {
+        let mut enabled: BTreeSet<String> = extra.iter().cloned().collect();
+        let mut asked = Vec::new();
         let features = table
-            .as_ref()
             .and_then(|t| t.get("features"))
             .and_then(toml::Value::as_table);
         let mut pending: Vec<String> = vec!["default".into()];
@@ -44,8 +49,12 @@ impl Features {
                 continue;
             };
             for entry in list.iter().filter_map(toml::Value::as_str) {
-                // `dep:x` and `x/y` name dependencies, not this crate's features.
-                if entry.starts_with("dep:") || entry.contains('/') {
+                if let Some((dep, feature)) = entry.split_once('/') {
+                    let dep = dep.trim_end_matches('?').trim_start_matches("dep:");
+                    asked.push((dep.to_owned(), feature.to_owned()));
+                    continue;
+                }
+                if entry.starts_with("dep:") {
                     continue;
                 }
                 if enabled.insert(entry.to_owned()) {
@@ -53,17 +62,16 @@ impl Features {
                 }
             }
         }
-        Features { enabled }
+        (Features { enabled }, asked)
     }
 
-    /// Only the given features (a file outside any crate).
     pub fn only(extra: &[String]) -> Features {
         Features {
             enabled: extra.iter().cloned().collect(),
         }
     }
 
-    fn has(&self, name: &str) -> bool {
+    pub(crate) fn has(&self, name: &str) -> bool {
         self.enabled.contains(name)
     }
 }

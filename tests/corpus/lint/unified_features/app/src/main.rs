@@ -1,0 +1,3 @@
+fn main() {
+    engine::train::train(1000);
+}

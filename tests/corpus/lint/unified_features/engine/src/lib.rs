@@ -1,0 +1,2 @@
+#[cfg(feature = "torch")]
+pub mod train;
