@@ -844,6 +844,8 @@ pub(crate) fn tch_tensor_method(name: &str) -> bool {
             name,
             "forward"
                 | "forward_t"
+                | "forward_ts"
+                | "method_ts"
                 | "apply"
                 | "apply_t"
                 | "matmul"
