@@ -120,7 +120,9 @@ impl Layout {
         if self.manifest(&workspace).is_some_and(|m| m.workspace_root) {
             self.unify(&workspace);
         }
-        self.unified.get(root).cloned().unwrap_or(own)
+        // A crate its workspace does not hold keeps its own features,
+        // remembered so that the workspace is not unified again for it.
+        self.unified.entry(root.to_owned()).or_insert(own).clone()
     }
 
     /// Works out the features of every member of the workspace at `root`
