@@ -174,10 +174,20 @@ fn cpu_only(scanned: &[Scanned<'_>], members: &[usize]) -> bool {
         if signs.accelerator {
             return false;
         }
-        main |= signs.main;
+        // A build script's `fn main` runs at build time, not the program.
+        main |= signs.main && !is_build_script(&file.path);
         cpu |= signs.cpu;
     }
     main || (cpu && !unseen_callers)
+}
+
+/// Whether a file is a crate's build script (`build.rs` beside its
+/// `Cargo.toml`).
+fn is_build_script(path: &Path) -> bool {
+    path.file_name().is_some_and(|n| n == "build.rs")
+        && path
+            .parent()
+            .is_some_and(|dir| dir.join("Cargo.toml").is_file())
 }
 
 /// The findings of one workspace's parsed files (`members`: all its files,
