@@ -602,6 +602,9 @@ impl<'a> CrateIndex<'a> {
         if !found.is_empty() {
             return found;
         }
+        if let Some(reexported) = self.reexported(file, path, &free) {
+            return reexported;
+        }
         // `geometric_features::area(..)`: a path that starts from another
         // crate (no module, crate or import of the workspace has that name)
         // reaches none of the workspace's functions, whatever their names.
@@ -617,6 +620,62 @@ impl<'a> CrateIndex<'a> {
             return Vec::new();
         }
         self.closest(Some(unit), candidates.into_iter())
+    }
+
+    /// A function reached through the module a path names when that
+    /// module is a file of this unit that does not define it: through the
+    /// module's imports of the name or its glob imports (`pub use
+    /// super::refkernels::*`), or nowhere in the workspace where its only
+    /// glob imports are another crate's (`pub use tch_cuda::*`). `None`
+    /// where no file of the unit is that module, or it imports nothing by
+    /// glob or by the name.
+    fn reexported(
+        &self,
+        file: usize,
+        path: &[String],
+        free: &dyn Fn(&str) -> Vec<FnId>,
+    ) -> Option<Vec<FnId>> {
+        let (name, prefix) = path.split_last()?;
+        let module = prefix.last()?;
+        if matches!(module.as_str(), "crate" | "self" | "super" | "Self") {
+            return None;
+        }
+        let unit = self.files[file].unit;
+        let holder = (0..self.files.len())
+            .find(|&f| self.files[f].unit == unit && self.files[f].module.last() == Some(module))?;
+        let holder_module: Vec<&str> = self.files[holder]
+            .module
+            .iter()
+            .map(String::as_str)
+            .collect();
+        let imports: Vec<&super::facts::UseFacts> = self.files[holder]
+            .facts
+            .uses
+            .iter()
+            .filter(|u| u.module.is_empty() && (u.alias == "*" || u.alias == *name))
+            .collect();
+        if imports.is_empty() {
+            return None;
+        }
+        let mut reaches_elsewhere = false;
+        for import in imports {
+            let mut target = import.path.clone();
+            if import.alias == "*" {
+                target.push(name.clone());
+            }
+            let first = target[0].as_str();
+            let local = matches!(first, "crate" | "self" | "super") || self.modules.contains(first);
+            if !local {
+                reaches_elsewhere = true;
+                continue;
+            }
+            let last = target.last().map_or("", String::as_str);
+            let found = self.path_callees(holder, &holder_module, &target, &free(last));
+            if !found.is_empty() {
+                return Some(found);
+            }
+        }
+        reaches_elsewhere.then(Vec::new)
     }
 
     /// The candidates whose module matches a written path's module part.

@@ -547,6 +547,11 @@ impl<'a> Walker<'a> {
                     });
                 }
             }
+            // An import the build's features leave out (`#[cfg(not(feature
+            // = "cuda"))] pub use super::refkernels::*;` in a default cuda
+            // build) names nothing calls can reach.
+            Item::Use(u)
+                if matches!(attrs_cold(&u.attrs, self.features), Some(Cold::Feature(_))) => {}
             Item::Use(u) => {
                 let mut prefix = Vec::new();
                 self.use_tree(&u.tree, &mut prefix);
