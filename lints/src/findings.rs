@@ -684,6 +684,13 @@ fn judge(
         Some(Cold::Disabled {
             condition,
             otherwise,
+        }) if matches!(condition.as_str(), "true" | "false") => Some(format!(
+            "sits in a branch the source switches off (`if {condition}`{})",
+            if *otherwise { ", its `else`" } else { "" }
+        )),
+        Some(Cold::Disabled {
+            condition,
+            otherwise,
         }) => Some(format!(
             "runs only when `{condition}` is {}, which the file's constants rule out",
             !otherwise

@@ -1645,6 +1645,11 @@ impl<'a> Walker<'a> {
                 let last = p.path.segments.last()?;
                 self.flags.get(&last.ident.to_string()).copied()
             }
+            // `if false { .. }`: switched off in the source itself.
+            Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Bool(b),
+                ..
+            }) => Some(b.value),
             Expr::Paren(p) => self.constant_truth(&p.expr),
             Expr::Group(g) => self.constant_truth(&g.expr),
             Expr::Unary(u) if matches!(u.op, UnOp::Not(_)) => {
