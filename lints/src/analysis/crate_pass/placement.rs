@@ -100,6 +100,21 @@ impl CrateIndex<'_> {
                     let base = PlaceRef::Value((**base).clone());
                     self.ref_cpu(&base, file, env, depth + 1)
                 }
+                // A value of a type nothing says (an item of a collection
+                // built by a macro): the field is every crate struct's field
+                // of that name, CPU data where all of them only ever hold it.
+                None => {
+                    let owners: Vec<&str> = self
+                        .stores
+                        .keys()
+                        .filter(|(owner, name)| *name == field.as_str() && *owner != CHANNEL)
+                        .map(|(owner, _)| *owner)
+                        .collect();
+                    !owners.is_empty()
+                        && owners
+                            .iter()
+                            .all(|owner| self.field_cpu(owner, field, depth))
+                }
                 _ => false,
             },
             PlaceRef::Value(TypeRef::Part { base, .. }) => {
