@@ -132,7 +132,6 @@ fn run(
             let scope = file_scope_in(&i.path, root, &declared);
             let features = layout.features(root);
             let crate_name = root.and_then(|root| layout.crate_name(root));
-            let published = root.is_some_and(|root| layout.called_from_elsewhere(root));
             let outside_workspace = root.is_some_and(|root| layout.outside_its_workspace(root));
             let without_tch = root.is_some_and(|root| !layout.uses_tch(root));
             let program = match &scope.target {
@@ -142,6 +141,9 @@ fn run(
                 }),
                 _ => false,
             };
+            // No other crate calls into a program, published or not, and
+            // whatever members its workspace lacks.
+            let published = !program && root.is_some_and(|root| layout.called_from_elsewhere(root));
             Placement {
                 member,
                 scope,
