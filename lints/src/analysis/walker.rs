@@ -181,6 +181,20 @@ fn is_request_source(name: &str) -> bool {
     )
 }
 
+/// A network connection's type (`TcpStream`, `&mut UnixStream`): what a
+/// server reads its clients' requests from.
+fn is_connection(ty: &syn::Type) -> bool {
+    match ty {
+        syn::Type::Reference(r) => is_connection(&r.elem),
+        syn::Type::Path(p) => p
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| matches!(s.ident.to_string().as_str(), "TcpStream" | "UnixStream")),
+        _ => false,
+    }
+}
+
 /// tch objects that live where the device they are built with says.
 fn is_placed_tch_type(name: &str) -> bool {
     matches!(name, "VarStore" | "CModule" | "TrainableCModule")
@@ -242,6 +256,10 @@ struct FnState {
     /// reply)) = jobs.recv()`): a send on one of them replies to the
     /// request rather than handing work on.
     request_items: Vec<String>,
+    /// Names that hold a network connection (a `TcpStream` or
+    /// `UnixStream` parameter) or a reader or clone of one: the lines read
+    /// from them are a client's requests.
+    sockets: Vec<String>,
     /// Locals bound to an array literal short enough for a fixed loop.
     arrays: Vec<String>,
     /// The function's `bool` parameters bound by name and not rebound
@@ -718,6 +736,9 @@ impl<'a> Walker<'a> {
                 FnArg::Typed(pt) => {
                     let value = kind_val(&self.classify(&pt.ty), place);
                     self.bind_pat(&pt.pat, value);
+                    if let (Pat::Ident(p), true) = (&*pt.pat, is_connection(&pt.ty)) {
+                        self.fn_state.sockets.push(p.ident.to_string());
+                    }
                     if let (Pat::Ident(p), true) = (&*pt.pat, is_bool(&pt.ty)) {
                         if p.mutability.is_none() && p.subpat.is_none() {
                             self.fn_state
@@ -1196,6 +1217,9 @@ impl<'a> Walker<'a> {
                 return;
             }
         }
+        if let (Pat::Ident(p), true) = (&local.pat, self.wraps_a_socket(&init.expr)) {
+            self.fn_state.sockets.push(p.ident.to_string());
+        }
         if let (Pat::Ident(p), true) = (&local.pat, takes_a_lock(&init.expr)) {
             self.fn_state.locked.push(p.ident.to_string());
         }
@@ -1639,6 +1663,53 @@ impl<'a> Walker<'a> {
 
     /// The value a condition has whatever runs, where the file's boolean
     /// constants decide it (`DEBUG`, `!SAVE`, `DEBUG && verbose`).
+    /// Whether an expression is a connection a name of [`FnState::sockets`]
+    /// holds, or a reader or clone of one (`BufReader::new(stream)`,
+    /// `stream.try_clone()?`).
+    pub(crate) fn wraps_a_socket(&self, expr: &Expr) -> bool {
+        match expr {
+            Expr::Call(c) => {
+                matches!(&*c.func, Expr::Path(p) if p.path.segments.last()
+                    .is_some_and(|s| s.ident == "new"))
+                    && c.args.first().is_some_and(|a| self.wraps_a_socket(a))
+            }
+            Expr::MethodCall(m) => {
+                matches!(
+                    m.method.to_string().as_str(),
+                    "try_clone" | "clone" | "by_ref"
+                ) && self.wraps_a_socket(&m.receiver)
+            }
+            Expr::Try(t) => self.wraps_a_socket(&t.expr),
+            Expr::Paren(p) => self.wraps_a_socket(&p.expr),
+            Expr::Reference(r) => self.wraps_a_socket(&r.expr),
+            Expr::Path(p) => p
+                .path
+                .get_ident()
+                .is_some_and(|i| self.fn_state.sockets.iter().any(|s| i == s)),
+            _ => false,
+        }
+    }
+
+    /// Whether a loop's iterable or condition reads the lines a client
+    /// sends over a connection (`reader.lines()`, `reader.read_line(&mut
+    /// line)?`): each line is a request.
+    pub(crate) fn reads_a_client(&self, expr: &Expr) -> bool {
+        match expr {
+            Expr::MethodCall(m) => {
+                (matches!(
+                    m.method.to_string().as_str(),
+                    "lines" | "read_line" | "split"
+                ) && self.wraps_a_socket(&m.receiver))
+                    || self.reads_a_client(&m.receiver)
+            }
+            Expr::Try(t) => self.reads_a_client(&t.expr),
+            Expr::Paren(p) => self.reads_a_client(&p.expr),
+            Expr::Let(l) => self.reads_a_client(&l.expr),
+            Expr::Binary(b) => self.reads_a_client(&b.left),
+            _ => false,
+        }
+    }
+
     pub(crate) fn constant_truth(&self, cond: &Expr) -> Option<bool> {
         match cond {
             Expr::Path(p) if p.qself.is_none() => {

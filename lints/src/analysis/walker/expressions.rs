@@ -214,7 +214,11 @@ impl Walker<'_> {
             Expr::While(w) => {
                 let saved = self.enter_loop(true, w.while_token.span.start().line);
                 self.mark_loop(|l| l.repeats = true);
-                if let Some(source) = drives_requests(&w.cond) {
+                let source = drives_requests(&w.cond).or_else(|| {
+                    self.reads_a_client(&w.cond)
+                        .then_some(RequestSource::Outside)
+                });
+                if let Some(source) = source {
                     self.mark_loop(|l| {
                         l.request = true;
                         l.from_channel = source == RequestSource::Channel;
@@ -533,7 +537,11 @@ impl Walker<'_> {
         let sites_before = self.facts.sites.len();
         let iterable = self.expr(&f.expr);
         let saved = self.enter_loop(true, f.for_token.span.start().line);
-        if let Some(source) = drives_requests(&f.expr) {
+        let source = drives_requests(&f.expr).or_else(|| {
+            self.reads_a_client(&f.expr)
+                .then_some(RequestSource::Outside)
+        });
+        if let Some(source) = source {
             self.mark_loop(|l| {
                 l.request = true;
                 l.from_channel = source == RequestSource::Channel;
