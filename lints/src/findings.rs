@@ -699,6 +699,10 @@ fn judge(
             "runs only when `{name}` is {on}, and every call of `{function}` passes {}",
             !on
         )),
+        Some(Cold::Export) => Some(
+            "copies the whole tensor for a function that writes it out: the copy is the point"
+                .to_owned(),
+        ),
         Some(Cold::Feature(feature)) => Some(format!(
             "only built with the cargo feature `{feature}`, which no default build of its workspace turns on"
         )),

@@ -55,6 +55,10 @@ pub enum Cold {
         /// The branch is the `else`, run when the condition is false.
         otherwise: bool,
     },
+    /// A whole tensor copied to the host by a function that writes it out
+    /// (to a file or a stream: `write_all`, `File::create`, `fs::write`):
+    /// an export, whose copy is the point.
+    Export,
     /// A branch on a `bool` parameter that every call of its function
     /// passes the other way (`if debug { .. }` where each call passes
     /// `false`): no call of the program takes it.

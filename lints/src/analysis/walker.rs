@@ -14,8 +14,8 @@ use syn::{
 };
 
 use super::facts::{
-    AliasFacts, CallSite, Callee, Cold, Context, FieldStore, FileFacts, FlagGuard, FnFacts, Loc,
-    LoopFacts, Site, StructFacts, TraitFacts, TyKind, UseFacts, CHANNEL, CHANNEL_MESSAGE,
+    AliasFacts, CallSite, Callee, Cold, Context, FieldStore, FileFacts, Fix, FlagGuard, FnFacts,
+    Loc, LoopFacts, Site, StructFacts, TraitFacts, TyKind, UseFacts, CHANNEL, CHANNEL_MESSAGE,
     FIXED_LOOP_MAX,
 };
 use super::hot_path::{attrs_cold, cfg_macro_cold, Features};
@@ -260,6 +260,9 @@ struct FnState {
     /// `UnixStream` parameter) or a reader or clone of one: the lines read
     /// from them are a client's requests.
     sockets: Vec<String>,
+    /// The function writes bytes out (`write_all`, `File::create`,
+    /// `fs::write`): its whole-tensor copies are exports.
+    writes_out: bool,
     /// Locals bound to an array literal short enough for a fixed loop.
     arrays: Vec<String>,
     /// The function's `bool` parameters bound by name and not rebound
@@ -749,7 +752,18 @@ impl<'a> Walker<'a> {
                 }
             }
         }
+        let sites_before = self.facts.sites.len();
         let tail = self.block(block);
+        if self.fn_state.writes_out {
+            for site in &mut self.facts.sites[sites_before..] {
+                // Outside the function's own loops: a writer that copies
+                // row by row waits once per row where one copy would do.
+                let own = site.context.function == Some(index) && site.context.loop_id.is_none();
+                if own && site.hit.fix == Fix::Bulk && site.context.cold.is_none() {
+                    site.context.cold = Some(Cold::Export);
+                }
+            }
+        }
         // `fn value(t: &Tensor) -> f32 { t.into() }`: the return type names
         // what the tail's bare conversion converts into.
         if let (ReturnType::Type(_, ty), Some(Stmt::Expr(expr, None))) =

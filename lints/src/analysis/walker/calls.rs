@@ -33,6 +33,17 @@ impl Walker<'_> {
             return Val::Unknown;
         };
         let loc = self.loc(first_span(&c.func), c.paren_token.span.close());
+        // `File::create(path)`, `fs::write(path, bytes)`: the function writes
+        // its data out.
+        let writes = match segments.as_slice() {
+            [.., owner, last] => {
+                (owner == "File" && last == "create") || (owner == "fs" && last == "write")
+            }
+            _ => false,
+        };
+        if writes {
+            self.fn_state.writes_out = true;
+        }
 
         if segments.len() == 1 && func.qself.is_none() {
             match self.lookup(&name).cloned() {
@@ -424,6 +435,9 @@ impl Walker<'_> {
                 }
             }
             self.last_try_into = Some((receiver.clone(), loc, by_ref, whole));
+        }
+        if matches!(name.as_str(), "write_all" | "write_npy" | "serialize_into") {
+            self.fn_state.writes_out = true;
         }
         if name == "push" {
             if let (Expr::Path(p), Some(pushed)) = (&*m.receiver, args.first()) {
