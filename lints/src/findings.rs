@@ -242,6 +242,25 @@ fn workspace_findings(
     };
     for (file, &position) in positions.iter().enumerate() {
         let facts = index.facts(file);
+        // Where a function of this file outside test code runs once per
+        // step, and the note that says so.
+        let hot_here = |f: usize| {
+            (!test_only.contains(&(file, f)))
+                .then(|| hot_live((file, f)))
+                .flatten()
+        };
+        let per_step_note = |hot_call: &HotCall| {
+            format!(
+                "`{}` runs on every iteration of the loop at {}",
+                index.function(hot_call.callee).display_name(),
+                loop_place(scanned, positions, file, hot_call),
+            )
+        };
+        let in_parameter_walk = |context: &Context| {
+            context
+                .loop_id
+                .is_some_and(|l| facts.loops[l].over_parameters)
+        };
         let mut reads = Vec::new();
         for site in &facts.sites {
             let lifted;
@@ -289,27 +308,15 @@ fn workspace_findings(
             // A loop over items in a function that runs once per step
             // copies each item once per step.
             let mut read = site_read(site);
-            let per_step = site
+            read.per_step_function = site
                 .context
                 .function
                 .filter(|_| {
-                    (read.fix == Fix::Bulk && read.item)
-                        || site
-                            .context
-                            .loop_id
-                            .is_some_and(|l| facts.loops[l].over_parameters)
+                    (read.fix == Fix::Bulk && read.item) || in_parameter_walk(&site.context)
                 })
-                .filter(|&f| !test_only.contains(&(file, f)))
-                .and_then(|f| hot_live((file, f)))
+                .and_then(hot_here)
                 .filter(|hot_call| index.site_syncs_in(file, site, hot_call))
-                .map(|hot_call| {
-                    format!(
-                        "`{}` runs on every iteration of the loop at {}",
-                        index.function(hot_call.callee).display_name(),
-                        loop_place(scanned, positions, file, hot_call),
-                    )
-                });
-            read.per_step_function = per_step;
+                .map(per_step_note);
             reads.extend(judge(
                 read,
                 &cold_context(&site.context, file, &test_only, uncalled),
@@ -371,20 +378,9 @@ fn workspace_findings(
             read.per_step_function = call
                 .context
                 .function
-                .filter(|_| {
-                    call.context
-                        .loop_id
-                        .is_some_and(|l| facts.loops[l].over_parameters)
-                })
-                .filter(|&f| !test_only.contains(&(file, f)))
-                .and_then(|f| hot_live((file, f)))
-                .map(|hot_call| {
-                    format!(
-                        "`{}` runs on every iteration of the loop at {}",
-                        index.function(hot_call.callee).display_name(),
-                        loop_place(scanned, positions, file, hot_call),
-                    )
-                });
+                .filter(|_| in_parameter_walk(&call.context))
+                .and_then(hot_here)
+                .map(per_step_note);
             let around = cold_context(&call.context, file, &test_only, uncalled).into_owned();
             let context = Context {
                 periodic: chain.periodic.clone(),

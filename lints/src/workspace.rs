@@ -135,6 +135,14 @@ impl Layout {
         }
         let mut members: Vec<PathBuf> = self.members[root].iter().cloned().collect();
         members.sort();
+        // Each member's manifest, read (and cloned) once for all rounds.
+        let manifests: Vec<(PathBuf, toml::Table)> = members
+            .iter()
+            .filter_map(|member| {
+                let table = self.manifest(member)?.table.clone()?;
+                Some((member.clone(), table))
+            })
+            .collect();
         let shared = self
             .manifest(root)
             .and_then(|m| m.table.as_ref())
@@ -144,16 +152,13 @@ impl Layout {
         let mut features: HashMap<PathBuf, Features> = HashMap::new();
         // Each round only adds features, so this ends; the bound guards
         // against a manifest cargo itself would refuse.
-        for _ in 0..members.len() + 2 {
+        for _ in 0..manifests.len() + 2 {
             let mut changed = false;
-            for member in &members {
-                let Some(table) = self.manifest(member).and_then(|m| m.table.clone()) else {
-                    continue;
-                };
+            for (member, table) in &manifests {
                 let mut start = self.extra_features.clone();
                 start.extend(asked.get(member).into_iter().flatten().cloned());
-                let (on, of_deps) = Features::closure(Some(&table), &start);
-                for (target, feature) in dependency_requests(&table, &on, &of_deps) {
+                let (on, of_deps) = Features::closure(Some(table), &start);
+                for (target, feature) in dependency_requests(table, &on, &of_deps) {
                     let target = match target {
                         DepPath::Own(path) => normalize(&member.join(path)),
                         DepPath::Shared(name) => match shared.get(&name) {
@@ -502,18 +507,10 @@ fn workspace_dependencies(table: &toml::Table) -> HashMap<String, PathBuf> {
 /// The dependencies a build (not a test) compiles: `[dependencies]` and
 /// `[build-dependencies]`, of every target.
 fn built_dependencies(table: &toml::Table) -> impl Iterator<Item = (&str, &toml::Value)> {
-    const KINDS: [&str; 3] = ["dependencies", "build-dependencies", "build_dependencies"];
-    let targets = table
-        .get("target")
-        .and_then(toml::Value::as_table)
-        .into_iter()
-        .flat_map(|t| t.values())
-        .filter_map(toml::Value::as_table);
-    std::iter::once(table)
-        .chain(targets)
-        .flat_map(|t| KINDS.iter().filter_map(move |k| t.get(*k)))
-        .filter_map(toml::Value::as_table)
-        .flat_map(|deps| deps.iter().map(|(name, dep)| (name.as_str(), dep)))
+    dependency_tables(
+        table,
+        &["dependencies", "build-dependencies", "build_dependencies"],
+    )
 }
 
 /// Whether a manifest depends on tch (or its `torch-sys`), by name or
@@ -529,12 +526,23 @@ fn depends_on_tch(table: &toml::Table) -> bool {
 /// Every dependency a manifest declares, of every kind and target: its
 /// name and its entry.
 fn dependencies(table: &toml::Table) -> impl Iterator<Item = (&str, &toml::Value)> {
-    const KINDS: [&str; 4] = [
-        "dependencies",
-        "dev-dependencies",
-        "dev_dependencies",
-        "build-dependencies",
-    ];
+    dependency_tables(
+        table,
+        &[
+            "dependencies",
+            "dev-dependencies",
+            "dev_dependencies",
+            "build-dependencies",
+        ],
+    )
+}
+
+/// The entries of the dependency tables named `kinds`, at the top level and
+/// under every `[target.'cfg(..)']`: each dependency's name and entry.
+fn dependency_tables<'t>(
+    table: &'t toml::Table,
+    kinds: &'static [&'static str],
+) -> impl Iterator<Item = (&'t str, &'t toml::Value)> {
     let targets = table
         .get("target")
         .and_then(toml::Value::as_table)
@@ -543,7 +551,7 @@ fn dependencies(table: &toml::Table) -> impl Iterator<Item = (&str, &toml::Value
         .filter_map(toml::Value::as_table);
     std::iter::once(table)
         .chain(targets)
-        .flat_map(|t| KINDS.iter().filter_map(move |k| t.get(*k)))
+        .flat_map(move |t| kinds.iter().filter_map(move |k| t.get(*k)))
         .filter_map(toml::Value::as_table)
         .flat_map(|deps| deps.iter().map(|(name, dep)| (name.as_str(), dep)))
 }

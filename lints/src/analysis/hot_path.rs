@@ -22,6 +22,11 @@ pub struct Features {
 }
 
 impl Features {
+    /// The features enabled by default according to a `Cargo.toml`'s text,
+    /// plus `extra`: what `cargo build --release` compiles, as clippy lints
+    /// it. A feature that enables an optional `tch` is no exception; a crate
+    /// whose tch code sits behind one names it in `extra` (`[lint.hot]
+    /// features`). A manifest that does not parse enables only `extra`.
     pub fn from_manifest(text: &str, extra: &[String]) -> Features {
         let table = toml::from_str::<toml::Table>(text).ok();
         Features::closure(table.as_ref(), extra).0
@@ -49,6 +54,8 @@ impl Features {
                 continue;
             };
             for entry in list.iter().filter_map(toml::Value::as_str) {
+                // `dep:x` and `x/y` name dependencies, not this crate's
+                // features; `x/y` asks dependency `x` for its feature `y`.
                 if let Some((dep, feature)) = entry.split_once('/') {
                     let dep = dep.trim_end_matches('?').trim_start_matches("dep:");
                     asked.push((dep.to_owned(), feature.to_owned()));
@@ -65,6 +72,7 @@ impl Features {
         (Features { enabled }, asked)
     }
 
+    /// Only the given features (a file outside any crate).
     pub fn only(extra: &[String]) -> Features {
         Features {
             enabled: extra.iter().cloned().collect(),

@@ -1675,8 +1675,6 @@ impl<'a> Walker<'a> {
         }
     }
 
-    /// The value a condition has whatever runs, where the file's boolean
-    /// constants decide it (`DEBUG`, `!SAVE`, `DEBUG && verbose`).
     /// Whether an expression is a connection a name of [`FnState::sockets`]
     /// holds, or a reader or clone of one (`BufReader::new(stream)`,
     /// `stream.try_clone()?`).
@@ -1724,6 +1722,9 @@ impl<'a> Walker<'a> {
         }
     }
 
+    /// The value a condition has whatever runs, where the file's boolean
+    /// constants decide it (`DEBUG`, `!SAVE`, `DEBUG && verbose`), or the
+    /// source writes it (`if false`).
     pub(crate) fn constant_truth(&self, cond: &Expr) -> Option<bool> {
         match cond {
             Expr::Path(p) if p.qself.is_none() => {
