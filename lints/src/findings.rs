@@ -373,12 +373,15 @@ fn workspace_findings(
                 }
                 _ => None,
             };
-            // A call in a walk over a model's parameters, in a function
-            // that runs once per step, runs once per parameter per step.
+            // A call that copies each whole item of a loop (or reads each
+            // parameter of a walk), in a function that runs once per step,
+            // copies once per item per step, as a read written there would.
             read.per_step_function = call
                 .context
                 .function
-                .filter(|_| in_parameter_walk(&call.context))
+                .filter(|_| {
+                    (read.fix == Fix::Bulk && read.item) || in_parameter_walk(&call.context)
+                })
                 .and_then(hot_here)
                 .map(per_step_note);
             let around = cold_context(&call.context, file, &test_only, uncalled).into_owned();
@@ -722,7 +725,11 @@ fn judge(
         })
         .or_else(|| {
             (loop_level.request && !read.piecewise).then(|| {
-                if facts.loops[loop_id].timed && !facts.loops[loop_id].request {
+                if facts.loops[loop_id].listed {
+                    format!(
+                        "runs once per input of the list written out for the loop at line {loop_line}: a few inputs, each answered once"
+                    )
+                } else if facts.loops[loop_id].timed && !facts.loops[loop_id].request {
                     format!(
                         "runs once per request of the latency benchmark at line {loop_line}, which is timed whole"
                     )

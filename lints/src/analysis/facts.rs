@@ -210,6 +210,10 @@ pub struct LoopFacts {
     /// literals or an array literal (`for i in 0..8`, `for key in keys`
     /// where `keys` is an array literal), at most [`FIXED_LOOP_MAX`] times.
     pub fixed: bool,
+    /// It walks a list of string literals written out in the source (`for
+    /// text in ["..", ".."]`, a local bound to `vec![..]` of them): a demo's
+    /// few inputs, each answered once, like requests.
+    pub listed: bool,
     /// The enclosing function.
     pub function: Option<usize>,
     /// Line of the `for`/`while`/`loop` keyword or the adapter's closure.

@@ -286,8 +286,11 @@ impl CrateIndex<'_> {
                         out.push(LoopLevel {
                             per_epoch: if step_loop { None } else { steps.encloses },
                             // A latency benchmark's iterations are requests
-                            // too, unless each feeds the next (generation).
-                            request: (facts.request || (facts.timed && !generation))
+                            // too, unless each feeds the next (generation),
+                            // and so are a demo's inputs written out.
+                            request: (facts.request
+                                || facts.listed
+                                || (facts.timed && !generation))
                                 && !runs_update
                                 && !stage,
                             stepless: parent_stepless && !runs_update && !runs_forward && !stage,

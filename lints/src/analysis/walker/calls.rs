@@ -217,11 +217,9 @@ impl Walker<'_> {
             ),
             Some("Device") => Val::Device(Place::Device),
             // tch's mini-batch iterator over (inputs, targets).
+            // Its batches are slices of its inputs, where they live.
             Some("Iter2") if name == "new" => {
-                let place = args
-                    .first()
-                    .filter(|a| a.is_cpu_tensor())
-                    .map_or(Place::Device, |_| Place::Cpu);
+                let place = args.first().and_then(Val::place).unwrap_or_default();
                 let batch = Val::tensor_at(place);
                 Val::Iter(Box::new(Val::Tuple(vec![batch.clone(), batch])))
             }
@@ -651,7 +649,15 @@ impl Walker<'_> {
             }
             ("to_device", Val::Iter(element)) => {
                 let place = args.first().and_then(Val::placement).unwrap_or_default();
-                return Val::Iter(Box::new(with_placement((**element).clone(), place)));
+                let moved = Val::Iter(Box::new(with_placement((**element).clone(), place)));
+                // tch's `Iter2::to_device` moves the iterator itself:
+                // `iter.to_device(device);` alone moves its batches.
+                if let Expr::Path(p) = &*m.receiver {
+                    if let Some(name) = p.path.get_ident() {
+                        self.rebind(&name.to_string(), moved.clone());
+                    }
+                }
+                return moved;
             }
             (_, Val::Iter(_)) if SAME_ELEMENTS.contains(&name) => return receiver,
             ("map" | "filter_map" | "flat_map" | "map_while", Val::Iter(_)) => {

@@ -7,7 +7,7 @@ use syntax::{
     drives_requests, driving_tensor_iter, expr_diverges, fixed_count, flushes_a_buffer,
     hands_back_an_error, is_last_step, is_none_pattern, is_one_iteration, is_periodic, is_range,
     is_self_field_collection, moved_to_device, moves_its_input, pattern_names, resets_a_mark,
-    runs_a_model, runs_an_update, self_fields, starts_with_request, walks_parameters,
+    runs_a_model, runs_an_update, self_fields, starts_with_request, walks_parameters, walks_texts,
     RequestSource,
 };
 
@@ -556,6 +556,9 @@ impl Walker<'_> {
         if fixed_count(&f.expr, &self.fn_state.arrays) {
             self.mark_loop(|l| l.fixed = true);
         }
+        if walks_texts(&f.expr, &self.fn_state.texts) {
+            self.mark_loop(|l| l.listed = true);
+        }
         if walks_parameters(&f.expr) {
             self.mark_loop(|l| l.over_parameters = true);
         }
@@ -826,6 +829,7 @@ impl Walker<'_> {
         receiver: &Expr,
     ) -> Val {
         let fixed = fixed_count(receiver, &self.fn_state.arrays);
+        let listed = walks_texts(receiver, &self.fn_state.texts);
         let saved = self.enter_loop(statement, c.or1_token.span.start().line);
         if is_self_field_collection(receiver) {
             self.mark_loop(|l| l.over_components = true);
@@ -835,6 +839,9 @@ impl Walker<'_> {
         }
         if fixed {
             self.mark_loop(|l| l.fixed = true);
+        }
+        if listed {
+            self.mark_loop(|l| l.listed = true);
         }
         self.push_scope();
         self.fn_state.binding_items = true;

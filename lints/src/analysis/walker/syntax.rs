@@ -298,9 +298,69 @@ pub(super) fn is_range(iterable: &Expr) -> bool {
     }
 }
 
+/// How many elements a list written out in the source has: an array
+/// literal or a `vec![a, b, c]` (not `vec![x; n]`).
+pub(super) fn listed_len(expr: &Expr) -> Option<usize> {
+    match expr {
+        Expr::Array(a) => Some(a.elems.len()),
+        Expr::Macro(m) if m.mac.path.is_ident("vec") => m
+            .mac
+            .parse_body_with(syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated)
+            .ok()
+            .map(|elems| elems.len()),
+        Expr::Paren(p) => listed_len(&p.expr),
+        _ => None,
+    }
+}
+
+/// Whether a list written out in the source holds only string literals
+/// (`["a", "b"]`, `vec!["a", "b"]`): a demo's inputs or prompts.
+pub(super) fn listed_texts(expr: &Expr) -> bool {
+    fn text(expr: &Expr) -> bool {
+        matches!(
+            expr,
+            Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(_),
+                ..
+            })
+        )
+    }
+    match expr {
+        Expr::Array(a) => !a.elems.is_empty() && a.elems.iter().all(text),
+        Expr::Macro(m) if m.mac.path.is_ident("vec") => m
+            .mac
+            .parse_body_with(syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated)
+            .is_ok_and(|elems| !elems.is_empty() && elems.iter().all(text)),
+        Expr::Paren(p) => listed_texts(&p.expr),
+        _ => false,
+    }
+}
+
+/// Whether a `for` loop's iterable is a list of string literals written
+/// out in the source ([`listed_texts`]), or a local bound to one (`texts`).
+pub(super) fn walks_texts(iterable: &Expr, texts: &[String]) -> bool {
+    match iterable {
+        Expr::Array(_) | Expr::Macro(_) => listed_texts(iterable),
+        Expr::Path(p) => p
+            .path
+            .get_ident()
+            .is_some_and(|i| texts.iter().any(|a| i == a)),
+        Expr::Reference(r) => walks_texts(&r.expr, texts),
+        Expr::Paren(p) => walks_texts(&p.expr, texts),
+        Expr::MethodCall(m) => {
+            matches!(
+                m.method.to_string().as_str(),
+                "iter" | "into_iter" | "enumerate" | "copied" | "cloned"
+            ) && walks_texts(&m.receiver, texts)
+        }
+        _ => false,
+    }
+}
+
 /// Whether a `for` loop's iterable runs a few times fixed in the source:
-/// a range between two integer literals, an array literal, or a local
-/// bound to one (`arrays`), at most [`FIXED_LOOP_MAX`] long.
+/// a range between two integer literals, a list written out (an array
+/// literal or `vec![..]`), or a local bound to one (`arrays`), at most
+/// [`FIXED_LOOP_MAX`] long.
 pub(super) fn fixed_count(iterable: &Expr, arrays: &[String]) -> bool {
     fn literal(expr: &Expr) -> Option<usize> {
         match expr {
@@ -323,7 +383,9 @@ pub(super) fn fixed_count(iterable: &Expr, arrays: &[String]) -> bool {
             let end = end + matches!(r.limits, syn::RangeLimits::Closed(_)) as usize;
             end.saturating_sub(start) <= FIXED_LOOP_MAX
         }
-        Expr::Array(a) => a.elems.len() <= FIXED_LOOP_MAX,
+        Expr::Array(_) | Expr::Macro(_) => {
+            listed_len(iterable).is_some_and(|n| n <= FIXED_LOOP_MAX)
+        }
         Expr::Path(p) => p
             .path
             .get_ident()
