@@ -1306,6 +1306,13 @@ impl<'a> CrateIndex<'a> {
             .filter(|(_, ids)| ids.iter().all(|&id| self.function(id).owner.is_some()))
             .map(|(&name, _)| name)
             .collect();
+        // A name only free functions bear is never used through a receiver:
+        // `model.run(..)` calls another type's method, not a free `run`.
+        let free_only: HashSet<&str> = by_name
+            .iter()
+            .filter(|(_, ids)| ids.iter().all(|&id| self.function(id).owner.is_none()))
+            .map(|(&name, _)| name)
+            .collect();
         let mut uses: HashMap<&str, usize> = HashMap::new();
         for text in texts.iter().flatten() {
             let code = crate::prefilter::without_comments_and_literals(text);
@@ -1320,6 +1327,10 @@ impl<'a> CrateIndex<'a> {
                 let word = &tail[..end];
                 rest = &tail[end..];
                 if methods_only.contains(word) && !matches!(before, Some('.' | ':')) {
+                    previous = word;
+                    continue;
+                }
+                if free_only.contains(word) && before == Some('.') {
                     previous = word;
                     continue;
                 }
