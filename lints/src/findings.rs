@@ -256,10 +256,17 @@ fn workspace_findings(
                 loop_place(scanned, positions, file, hot_call),
             )
         };
-        let in_parameter_walk = |context: &Context| {
-            context
+        // Where a read copies each whole item of its loop, or reads each
+        // parameter of a walk over a model's parameters, in a function that
+        // runs once per step: it copies once per item per step.
+        let per_step_copier = |read: &Read, context: &Context| {
+            let in_parameter_walk = context
                 .loop_id
-                .is_some_and(|l| facts.loops[l].over_parameters)
+                .is_some_and(|l| facts.loops[l].over_parameters);
+            context
+                .function
+                .filter(|_| (read.fix == Fix::Bulk && read.item) || in_parameter_walk)
+                .and_then(hot_here)
         };
         let mut reads = Vec::new();
         for site in &facts.sites {
@@ -305,16 +312,8 @@ fn workspace_findings(
             if !index.site_syncs(file, site) {
                 continue;
             }
-            // A loop over items in a function that runs once per step
-            // copies each item once per step.
             let mut read = site_read(site);
-            read.per_step_function = site
-                .context
-                .function
-                .filter(|_| {
-                    (read.fix == Fix::Bulk && read.item) || in_parameter_walk(&site.context)
-                })
-                .and_then(hot_here)
+            read.per_step_function = per_step_copier(&read, &site.context)
                 .filter(|hot_call| index.site_syncs_in(file, site, hot_call))
                 .map(per_step_note);
             reads.extend(judge(
@@ -373,17 +372,8 @@ fn workspace_findings(
                 }
                 _ => None,
             };
-            // A call that copies each whole item of a loop (or reads each
-            // parameter of a walk), in a function that runs once per step,
-            // copies once per item per step, as a read written there would.
-            read.per_step_function = call
-                .context
-                .function
-                .filter(|_| {
-                    (read.fix == Fix::Bulk && read.item) || in_parameter_walk(&call.context)
-                })
-                .and_then(hot_here)
-                .map(per_step_note);
+            // A call copies once per item per step as a read written there would.
+            read.per_step_function = per_step_copier(&read, &call.context).map(per_step_note);
             let around = cold_context(&call.context, file, &test_only, uncalled).into_owned();
             let context = Context {
                 periodic: chain.periodic.clone(),

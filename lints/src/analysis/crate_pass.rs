@@ -1299,20 +1299,24 @@ impl<'a> CrateIndex<'a> {
         if by_name.is_empty() || texts.iter().any(Option::is_none) {
             return HashMap::new();
         }
+        // The names only methods bear (`methods: true`), or only free
+        // functions.
+        let borne_only_by = |methods: bool| -> HashSet<&str> {
+            by_name
+                .iter()
+                .filter(|(_, ids)| {
+                    ids.iter()
+                        .all(|&id| self.function(id).owner.is_some() == methods)
+                })
+                .map(|(&name, _)| name)
+                .collect()
+        };
         // A name only methods bear is used through a receiver or a path
         // (`pool.stats()`, `Pool::stats`): a local `stats` names nothing.
-        let methods_only: HashSet<&str> = by_name
-            .iter()
-            .filter(|(_, ids)| ids.iter().all(|&id| self.function(id).owner.is_some()))
-            .map(|(&name, _)| name)
-            .collect();
+        let methods_only = borne_only_by(true);
         // A name only free functions bear is never used through a receiver:
         // `model.run(..)` calls another type's method, not a free `run`.
-        let free_only: HashSet<&str> = by_name
-            .iter()
-            .filter(|(_, ids)| ids.iter().all(|&id| self.function(id).owner.is_none()))
-            .map(|(&name, _)| name)
-            .collect();
+        let free_only = borne_only_by(false);
         let mut uses: HashMap<&str, usize> = HashMap::new();
         for text in texts.iter().flatten() {
             let code = crate::prefilter::without_comments_and_literals(text);

@@ -35,9 +35,9 @@ mod syntax;
 
 pub(crate) use syntax::first_span;
 use syntax::{
-    diverges, expr_attrs, is_part, is_some_pattern, listed_len, listed_texts, param_of,
-    path_has_segment, reads_elapsed, rebinds_a_name, root_ident, set_on_device, splits_a_tensor,
-    starts_a_timer, strip_references, takes_a_lock, takes_next, type_args, type_name,
+    diverges, expr_attrs, is_part, is_some_pattern, listed, param_of, path_has_segment,
+    reads_elapsed, rebinds_a_name, root_ident, set_on_device, splits_a_tensor, starts_a_timer,
+    strip_references, takes_a_lock, takes_next, type_args, type_name, Listed,
 };
 
 /// How deep the walker follows nested expressions before giving up on the
@@ -263,11 +263,8 @@ struct FnState {
     /// The function writes bytes out (`write_all`, `File::create`,
     /// `fs::write`): its whole-tensor copies are exports.
     writes_out: bool,
-    /// Locals bound to a list written out (an array literal or `vec![..]`)
-    /// short enough for a fixed loop.
-    arrays: Vec<String>,
-    /// Locals bound to a list of string literals written out.
-    texts: Vec<String>,
+    /// Locals bound to a list written out (an array literal or `vec![..]`).
+    lists: Vec<(String, Listed)>,
     /// The function's `bool` parameters bound by name and not rebound
     /// since, with their positions: a branch on one is a [`FlagGuard`].
     flag_params: Vec<(String, usize)>,
@@ -1240,13 +1237,8 @@ impl<'a> Walker<'a> {
         if let (Pat::Ident(p), true) = (&local.pat, takes_a_lock(&init.expr)) {
             self.fn_state.locked.push(p.ident.to_string());
         }
-        if let (Pat::Ident(p), Some(len)) = (&local.pat, listed_len(&init.expr)) {
-            if len <= FIXED_LOOP_MAX {
-                self.fn_state.arrays.push(p.ident.to_string());
-            }
-            if listed_texts(&init.expr) {
-                self.fn_state.texts.push(p.ident.to_string());
-            }
+        if let (Pat::Ident(p), Some(list)) = (&local.pat, listed(&init.expr)) {
+            self.fn_state.lists.push((p.ident.to_string(), list));
         }
         self.last_try_into = None;
         let value = self.expr(&init.expr);

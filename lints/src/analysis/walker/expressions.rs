@@ -553,10 +553,10 @@ impl Walker<'_> {
         } else if is_range(&f.expr) {
             self.mark_loop(|l| l.repeats = true);
         }
-        if fixed_count(&f.expr, &self.fn_state.arrays) {
+        if fixed_count(&f.expr, &self.fn_state.lists) {
             self.mark_loop(|l| l.fixed = true);
         }
-        if walks_texts(&f.expr, &self.fn_state.texts) {
+        if walks_texts(&f.expr, &self.fn_state.lists) {
             self.mark_loop(|l| l.listed = true);
         }
         if walks_parameters(&f.expr) {
@@ -828,8 +828,8 @@ impl Walker<'_> {
         parts: bool,
         receiver: &Expr,
     ) -> Val {
-        let fixed = fixed_count(receiver, &self.fn_state.arrays);
-        let listed = walks_texts(receiver, &self.fn_state.texts);
+        let fixed = fixed_count(receiver, &self.fn_state.lists);
+        let listed = walks_texts(receiver, &self.fn_state.lists);
         let saved = self.enter_loop(statement, c.or1_token.span.start().line);
         if is_self_field_collection(receiver) {
             self.mark_loop(|l| l.over_components = true);

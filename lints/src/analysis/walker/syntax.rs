@@ -298,70 +298,87 @@ pub(super) fn is_range(iterable: &Expr) -> bool {
     }
 }
 
-/// How many elements a list written out in the source has: an array
-/// literal or a `vec![a, b, c]` (not `vec![x; n]`).
-pub(super) fn listed_len(expr: &Expr) -> Option<usize> {
+/// A list written out in the source: an array literal or `vec![a, b, c]`
+/// (not `vec![x; n]`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Listed {
+    /// How many elements it has.
+    pub len: usize,
+    /// It holds only string literals, at least one (`["a", "b"]`): a
+    /// demo's inputs or prompts.
+    pub texts: bool,
+}
+
+/// The list `expr` writes out, if it is one.
+pub(super) fn listed(expr: &Expr) -> Option<Listed> {
+    fn of<'a>(elems: impl ExactSizeIterator<Item = &'a Expr> + Clone) -> Listed {
+        let text = |e: &Expr| {
+            matches!(
+                e,
+                Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(_),
+                    ..
+                })
+            )
+        };
+        Listed {
+            len: elems.len(),
+            texts: elems.len() > 0 && elems.clone().all(text),
+        }
+    }
     match expr {
-        Expr::Array(a) => Some(a.elems.len()),
+        Expr::Array(a) => Some(of(a.elems.iter())),
         Expr::Macro(m) if m.mac.path.is_ident("vec") => m
             .mac
             .parse_body_with(syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated)
             .ok()
-            .map(|elems| elems.len()),
-        Expr::Paren(p) => listed_len(&p.expr),
+            .map(|elems| of(elems.iter())),
+        Expr::Paren(p) => listed(&p.expr),
         _ => None,
     }
 }
 
-/// Whether a list written out in the source holds only string literals
-/// (`["a", "b"]`, `vec!["a", "b"]`): a demo's inputs or prompts.
-pub(super) fn listed_texts(expr: &Expr) -> bool {
-    fn text(expr: &Expr) -> bool {
-        matches!(
-            expr,
-            Expr::Lit(syn::ExprLit {
-                lit: syn::Lit::Str(_),
-                ..
-            })
-        )
-    }
-    match expr {
-        Expr::Array(a) => !a.elems.is_empty() && a.elems.iter().all(text),
-        Expr::Macro(m) if m.mac.path.is_ident("vec") => m
-            .mac
-            .parse_body_with(syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated)
-            .is_ok_and(|elems| !elems.is_empty() && elems.iter().all(text)),
-        Expr::Paren(p) => listed_texts(&p.expr),
-        _ => false,
-    }
-}
-
-/// Whether a `for` loop's iterable is a list of string literals written
-/// out in the source ([`listed_texts`]), or a local bound to one (`texts`).
-pub(super) fn walks_texts(iterable: &Expr, texts: &[String]) -> bool {
+/// Whether a `for` loop's iterable walks a list written out that `holds`,
+/// directly or through a local bound to one (`lists`), behind references
+/// and the iterator `adapters` named.
+fn walks_list(
+    iterable: &Expr,
+    lists: &[(String, Listed)],
+    adapters: &[&str],
+    holds: impl Fn(&Listed) -> bool + Copy,
+) -> bool {
     match iterable {
-        Expr::Array(_) | Expr::Macro(_) => listed_texts(iterable),
+        Expr::Array(_) | Expr::Macro(_) => listed(iterable).is_some_and(|l| holds(&l)),
         Expr::Path(p) => p
             .path
             .get_ident()
-            .is_some_and(|i| texts.iter().any(|a| i == a)),
-        Expr::Reference(r) => walks_texts(&r.expr, texts),
-        Expr::Paren(p) => walks_texts(&p.expr, texts),
+            .is_some_and(|i| lists.iter().any(|(name, l)| i == name && holds(l))),
+        Expr::Reference(r) => walks_list(&r.expr, lists, adapters, holds),
+        Expr::Paren(p) => walks_list(&p.expr, lists, adapters, holds),
         Expr::MethodCall(m) => {
-            matches!(
-                m.method.to_string().as_str(),
-                "iter" | "into_iter" | "enumerate" | "copied" | "cloned"
-            ) && walks_texts(&m.receiver, texts)
+            adapters.contains(&m.method.to_string().as_str())
+                && walks_list(&m.receiver, lists, adapters, holds)
         }
         _ => false,
     }
 }
 
+/// Whether a `for` loop's iterable is a list of string literals written
+/// out in the source ([`Listed::texts`]), or a local bound to one.
+pub(super) fn walks_texts(iterable: &Expr, lists: &[(String, Listed)]) -> bool {
+    walks_list(
+        iterable,
+        lists,
+        &["iter", "into_iter", "enumerate", "copied", "cloned"],
+        |l| l.texts,
+    )
+}
+
 /// Whether a `for` loop's iterable runs a few times fixed in the source:
 /// a range between two integer literals, a list written out (an array
-/// literal or `vec![..]`), or a local bound to one (`arrays`), at most
+/// literal or `vec![..]`), or a local bound to one (`lists`), at most
 /// [`FIXED_LOOP_MAX`] long.
-pub(super) fn fixed_count(iterable: &Expr, arrays: &[String]) -> bool {
+pub(super) fn fixed_count(iterable: &Expr, lists: &[(String, Listed)]) -> bool {
     fn literal(expr: &Expr) -> Option<usize> {
         match expr {
             Expr::Lit(syn::ExprLit {
@@ -383,22 +400,12 @@ pub(super) fn fixed_count(iterable: &Expr, arrays: &[String]) -> bool {
             let end = end + matches!(r.limits, syn::RangeLimits::Closed(_)) as usize;
             end.saturating_sub(start) <= FIXED_LOOP_MAX
         }
-        Expr::Array(_) | Expr::Macro(_) => {
-            listed_len(iterable).is_some_and(|n| n <= FIXED_LOOP_MAX)
-        }
-        Expr::Path(p) => p
-            .path
-            .get_ident()
-            .is_some_and(|i| arrays.iter().any(|a| i == a)),
-        Expr::Reference(r) => fixed_count(&r.expr, arrays),
-        Expr::Paren(p) => fixed_count(&p.expr, arrays),
-        Expr::MethodCall(m) => {
-            matches!(
-                m.method.to_string().as_str(),
-                "iter" | "into_iter" | "enumerate" | "rev" | "copied" | "cloned"
-            ) && fixed_count(&m.receiver, arrays)
-        }
-        _ => false,
+        _ => walks_list(
+            iterable,
+            lists,
+            &["iter", "into_iter", "enumerate", "rev", "copied", "cloned"],
+            |l| l.len <= FIXED_LOOP_MAX,
+        ),
     }
 }
 
