@@ -2,7 +2,7 @@
 //! weights once they are loaded runs no step, so its reads are notes; the
 //! same walk in a function that runs once per training step (gradient
 //! statistics) reads every parameter every step, a warning, and so does a
-//! helper called for each parameter there.
+//! helper called for each parameter there, at the call and at its read.
 
 use tch::{nn, nn::Module, nn::OptimizerConfig, Device, Kind, Tensor};
 
@@ -21,7 +21,7 @@ fn check_weights(vs: &nn::VarStore) -> Vec<String> {
 }
 
 fn gradient_norm(t: &Tensor) -> f64 {
-    t.grad().norm().double_value(&[])
+    t.grad().norm().double_value(&[]) //~ warning host-sync
 }
 
 fn gradient_stats(vs: &nn::VarStore) -> (f64, f64) {

@@ -1,13 +1,14 @@
 //! A helper that copies each whole item of a batch, called in a loop over
 //! the batch's items inside a function that runs once per training step
 //! (through the step function), copies once per item per step: a warning at
-//! the call, as a copy written in that loop would be. Called only from a
-//! one-off loop over the items, it stays a note.
+//! the call, as a copy written in that loop would be, and at the helper's
+//! copy, which runs that often. Called only from a one-off loop over the
+//! items, the call stays a note.
 
 use tch::{nn, nn::Module, nn::OptimizerConfig, Device, Kind, Tensor};
 
 fn scalar(t: &Tensor) -> f64 {
-    t.mean(Kind::Float).to_device(Device::Cpu).double_value(&[])
+    t.mean(Kind::Float).to_device(Device::Cpu).double_value(&[]) //~ warning host-sync
 }
 
 fn batch_loss(rows: &[Tensor]) -> (Tensor, Vec<f64>) {

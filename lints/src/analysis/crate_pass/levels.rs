@@ -564,7 +564,18 @@ impl CrateIndex<'_> {
                 // A function handed each whole item of a loop that runs no
                 // step (converting each input for another runtime) runs
                 // once per item, which is the loop's purpose.
-                if level.per_epoch.is_some() || level.request || (level.stepless && call.item) {
+                if level.per_epoch.is_some() || level.request {
+                    continue;
+                }
+                // A function handed each whole item of a loop that runs no
+                // step runs once per item: per step only where the function
+                // holding that loop runs per step itself (each example's
+                // loss in a batch's step).
+                if level.stepless && call.item {
+                    top_level_calls
+                        .entry((file, function))
+                        .or_default()
+                        .push(call);
                     continue;
                 }
                 for callee in self.runs_per_call_in(file, call, levels, level.generation) {
