@@ -226,6 +226,11 @@ pub struct LoopFacts {
     /// Its body (not counting nested loops) runs a model: `forward`,
     /// `apply`, a generation step.
     pub forward: bool,
+    /// Its body (not counting nested loops) calls a method or function
+    /// named like a model's forward pass (`forward`, `forward_t`) that a
+    /// function of the crate may define: a model only if that function is
+    /// one (a tree search's `node.forward(..)` descends the tree).
+    pub forward_named: bool,
     /// It is driven by incoming requests (`recv()`, `incoming()`,
     /// `accept()`): each iteration answers one.
     pub request: bool,
@@ -348,6 +353,10 @@ pub struct FnFacts {
     pub update: bool,
     /// Its body runs a model outside any loop.
     pub forward: bool,
+    /// Its body calls, outside any loop, a method or function named like a
+    /// model's forward pass that a function of the crate may define (see
+    /// [`LoopFacts::forward_named`]).
+    pub forward_named: bool,
     /// It hands results on to another thread: sends over a channel or
     /// wakes a queue's waiters.
     pub hands_on: bool,
@@ -490,4 +499,7 @@ pub struct FileFacts {
     pub(crate) suppressions: Suppressions,
     /// Parts of the file that could not be analysed: (line, message).
     pub incomplete: Vec<(usize, String)>,
+    /// The file mentions tch (`Tensor`, `tch::`): a function of it named
+    /// `forward` may run a model; one of a file that never does runs none.
+    pub mentions_tch: bool,
 }

@@ -351,7 +351,10 @@ impl<'a> Walker<'a> {
             mentions_tch,
             patterns,
             features,
-            facts: FileFacts::default(),
+            facts: FileFacts {
+                mentions_tch,
+                ..FileFacts::default()
+            },
             consts: HashMap::new(),
             flags: HashMap::new(),
             renamed: HashMap::new(),
@@ -698,6 +701,7 @@ impl<'a> Walker<'a> {
             return_place: Place::Device,
             update: false,
             forward: false,
+            forward_named: false,
             hands_on: false,
             compiled_out: matches!(cold, Some(Cold::Feature(_))),
         });

@@ -139,18 +139,44 @@ impl CrateIndex<'_> {
                 if function.update {
                     sets.update.insert((file, f));
                 }
-                if function.forward {
+                if function.forward
+                    || (function.forward_named
+                        && self.named_forward_runs(file, None, f, &resolved[file]))
+                {
                     sets.forward.insert((file, f));
                 }
             }
         }
+        // Whether each loop runs a model itself, its calls by a forward
+        // pass's name settled.
+        let forwards: Vec<Vec<bool>> = self
+            .files
+            .iter()
+            .enumerate()
+            .map(|(file, info)| {
+                info.facts
+                    .loops
+                    .iter()
+                    .enumerate()
+                    .map(|(id, l)| {
+                        l.forward
+                            || (l.forward_named
+                                && l.function.is_none_or(|f| {
+                                    self.named_forward_runs(file, Some(id), f, &resolved[file])
+                                }))
+                    })
+                    .collect()
+            })
+            .collect();
         let mut levels: Vec<Vec<LoopSteps>>;
         loop {
             levels = self
                 .files
                 .iter()
                 .enumerate()
-                .map(|(file, info)| self.loop_steps(info.facts, &resolved[file], &sets))
+                .map(|(file, info)| {
+                    self.loop_steps(info.facts, &resolved[file], &forwards[file], &sets)
+                })
                 .collect();
             let mut found = StepSets::default();
             for (file, info) in self.files.iter().enumerate() {
@@ -268,7 +294,7 @@ impl CrateIndex<'_> {
                         // update per pass is the epoch's, after the play.
                         let (runs_update, runs_forward) = (steps.update, steps.forward);
                         let generation =
-                            facts.feeds_back && facts.forward && !facts.over_components;
+                            facts.feeds_back && forwards[file][id] && !facts.over_components;
                         // A loop that runs a model itself, around loops
                         // that only walk items through models (an encoder
                         // over chunks), is one step per pass; not one around
@@ -310,14 +336,16 @@ impl CrateIndex<'_> {
         &self,
         facts: &FileFacts,
         resolved: &[Vec<FnId>],
+        forwards: &[bool],
         sets: &StepSets,
     ) -> Vec<LoopSteps> {
         let mut steps: Vec<LoopSteps> = facts
             .loops
             .iter()
-            .map(|l| LoopSteps {
+            .zip(forwards)
+            .map(|(l, &forward)| LoopSteps {
                 update: l.update,
-                forward: l.forward,
+                forward,
                 ..LoopSteps::default()
             })
             .collect();
@@ -634,6 +662,39 @@ impl CrateIndex<'_> {
         } else {
             Vec::new()
         }
+    }
+
+    /// Whether the calls by a forward pass's name that a loop of a
+    /// function (`loop_id`), or the function outside loops, makes run a
+    /// model: one reaching no function of the crate is tch's (or another
+    /// library's); one reaching a crate function runs a model unless every
+    /// function it reaches sits in a file that never mentions tch (a tree
+    /// search's `node.forward(..)` that descends the tree).
+    fn named_forward_runs(
+        &self,
+        file: usize,
+        loop_id: Option<usize>,
+        function: usize,
+        resolved: &[Vec<FnId>],
+    ) -> bool {
+        let mut named = self.files[file]
+            .facts
+            .calls
+            .iter()
+            .zip(resolved)
+            .filter(|(call, _)| {
+                call.context.loop_id == loop_id
+                    && call.context.function == Some(function)
+                    && is_forward(call.callee.name())
+            })
+            .peekable();
+        named.peek().is_none()
+            || named.any(|(_, callees)| {
+                callees.is_empty()
+                    || callees
+                        .iter()
+                        .any(|&(f, _)| self.files[f].facts.mentions_tch)
+            })
     }
 
     /// The functions a call runs once per iteration of the hot loop it

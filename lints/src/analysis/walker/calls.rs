@@ -280,7 +280,7 @@ impl Walker<'_> {
     ) -> Val {
         let name = callee.name().to_owned();
         let arg_places: Vec<Place> = args.iter().map(|a| a.place().unwrap_or_default()).collect();
-        self.mark_named_step(&name);
+        self.mark_named_step(&name, true);
         let literals = call.args.iter().map(|a| self.literal_bool(a)).collect();
         self.record_call(
             callee,
@@ -486,7 +486,11 @@ impl Walker<'_> {
             && !matches!(receiver, Val::Tensor(_))
             && !matches!(m.args.first(), Some(Expr::Reference(_)));
         if !(other_apply || name == "step" && schedules(&m.receiver)) {
-            self.mark_named_step(&name);
+            // A method of a value of unknown type may be the crate's own.
+            let may_be_crate = matches!(receiver, Val::Unknown | Val::Deferred(..))
+                && !TRANSPARENT.contains(&name.as_str())
+                && (!hit || matches!(receiver, Val::Deferred(..)));
+            self.mark_named_step(&name, may_be_crate);
         }
         let mut arg_places: Vec<Place> = vec![receiver.place().unwrap_or_default()];
         arg_places.extend(args.iter().map(|a| a.place().unwrap_or_default()));

@@ -737,13 +737,27 @@ impl Walker<'_> {
     /// running a model. Clearing gradients outside loops is no update of
     /// the function's own: it is the tidying around one (before a loop of
     /// minibatches, or after it), not a step that a call runs each time.
-    pub(super) fn mark_named_step(&mut self, name: &str) {
+    /// A forward pass by name that `may_be_crate` (a function or a method
+    /// of a value of unknown type) is left to the crate pass, which knows
+    /// whether the function it reaches runs a model.
+    pub(super) fn mark_named_step(&mut self, name: &str, may_be_crate: bool) {
         if is_update(name) {
             if name != "zero_grad" || self.fn_state.context.loop_id.is_some() {
                 self.mark_step(true);
             }
-        } else if is_forward(name) {
+        } else if is_forward(name) && !may_be_crate {
             self.mark_step(false);
+        } else if is_forward(name) {
+            // The crate pass decides whether the function it reaches runs
+            // a model (`forward_named`).
+            match (
+                self.fn_state.context.loop_id,
+                self.fn_state.context.function,
+            ) {
+                (Some(id), _) => self.facts.loops[id].forward_named = true,
+                (None, Some(f)) => self.facts.functions[f].forward_named = true,
+                (None, None) => {}
+            }
         }
     }
 
