@@ -249,11 +249,12 @@ fn workspace_findings(
                 .then(|| hot_live((file, f)))
                 .flatten()
         };
-        let per_step_note = |hot_call: &HotCall| {
-            format!(
-                "`{}` runs on every iteration of the loop at {}",
-                index.function(hot_call.callee).display_name(),
-                loop_place(scanned, positions, file, hot_call),
+        let per_step_note = |(f, hot_call): (usize, &HotCall)| {
+            runs_per_step(
+                index,
+                (file, f),
+                hot_call,
+                &loop_place(scanned, positions, file, hot_call),
             )
         };
         // Where a read copies each whole item of its loop, or reads each
@@ -266,7 +267,7 @@ fn workspace_findings(
             context
                 .function
                 .filter(|_| (read.fix == Fix::Bulk && read.item) || in_parameter_walk)
-                .and_then(hot_here)
+                .and_then(|f| hot_here(f).map(|hot_call| (f, hot_call)))
         };
         let mut reads = Vec::new();
         for site in &facts.sites {
@@ -295,15 +296,15 @@ fn workspace_findings(
                     .filter(|&f| !test_only.contains(&(file, f)))
                     .filter(|_| site.context.periodic.is_none() && site.context.cold.is_none())
                     .filter(|&f| hot.contains_key(&(file, f)) && index.site_syncs(file, site))
-                    .and_then(|f| hot_live((file, f)));
-                if let Some(hot_call) = hot_call {
+                    .and_then(|f| hot_live((file, f)).map(|hot_call| (f, hot_call)));
+                if let Some((f, hot_call)) = hot_call {
                     if index.site_syncs_in(file, site, hot_call) {
                         let at = loop_place(scanned, positions, file, hot_call);
                         let mut read = site_read(site);
                         read.notes.push(format!(
-                                "`{}` runs on every iteration of the loop at {at}: the host waits for the device once per iteration",
-                                index.function(hot_call.callee).display_name(),
-                            ));
+                            "{}: the host waits for the device once per iteration",
+                            runs_per_step(index, (file, f), hot_call, &at),
+                        ));
                         reads.extend(judge_hot(read, &site.context, facts, config));
                     }
                 }
@@ -314,7 +315,7 @@ fn workspace_findings(
             }
             let mut read = site_read(site);
             read.per_step_function = per_step_copier(&read, &site.context)
-                .filter(|hot_call| index.site_syncs_in(file, site, hot_call))
+                .filter(|(_, hot_call)| index.site_syncs_in(file, site, hot_call))
                 .map(per_step_note);
             reads.extend(judge(
                 read,
@@ -440,10 +441,24 @@ fn hot_call_read<'h>(
     let at = loop_place(scanned, positions, file, hot_call);
     let mut read = call_read(&chain, call, true);
     read.notes.push(format!(
-        "`{}` runs on every iteration of the loop at {at}: the host waits for the device once per iteration",
-        index.function(hot_call.callee).display_name(),
+        "{}: the host waits for the device once per iteration",
+        runs_per_step(index, (file, f), hot_call, &at),
     ));
     judge_hot(read, &call.context, facts, config)
+}
+
+/// That a function runs on every iteration of a per-step loop (at `at`),
+/// naming the function that loop calls where it is another one.
+fn runs_per_step(index: &CrateIndex<'_>, function: FnId, hot_call: &HotCall, at: &str) -> String {
+    let name = index.function(function).display_name();
+    if function == hot_call.callee {
+        format!("`{name}` runs on every iteration of the loop at {at}")
+    } else {
+        format!(
+            "`{name}` runs on every iteration of the loop at {at}, through `{}`",
+            index.function(hot_call.callee).display_name()
+        )
+    }
 }
 
 /// A call's read through the chain to the operation it reaches: the
