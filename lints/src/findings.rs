@@ -202,7 +202,7 @@ fn workspace_findings(
     let mut out: Vec<Finding> = Vec::new();
     let levels = index.loop_levels();
     let summary = index.summarize(Some(&levels));
-    let hot = index.hot_functions(&levels);
+    let hot = index.hot_functions(&levels, &summary);
     let test_only = index.test_only();
     // What nothing calls, worked out on the first read that needs it.
     let uncalled: OnceCell<HashMap<FnId, Cold>> = OnceCell::new();
@@ -236,7 +236,7 @@ fn workspace_findings(
             return None;
         }
         live.get_or_init(|| {
-            index.hot_functions_skipping(&levels, |id| uncalled().contains_key(&id))
+            index.hot_functions_skipping(&levels, &summary, |id| uncalled().contains_key(&id))
         })
         .get(&f)
     };
@@ -376,9 +376,16 @@ fn workspace_findings(
             // A call copies once per item per step as a read written there would.
             read.per_step_function = per_step_copier(&read, &call.context).map(per_step_note);
             let around = cold_context(&call.context, file, &test_only, uncalled).into_owned();
+            // A whole copy bound to a local a writer then takes is what is
+            // written out.
+            let written = call
+                .written_by
+                .clone()
+                .filter(|_| chain.fix == Fix::Bulk)
+                .map(|writer| Cold::Written { writer });
             let context = Context {
                 periodic: chain.periodic.clone(),
-                cold: chain.cold.clone().or(around.cold.clone()),
+                cold: chain.cold.clone().or(around.cold.clone()).or(written),
                 ..around
             };
             reads.extend(judge(read, &context, facts, file, &levels, config));
@@ -418,6 +425,9 @@ fn hot_call_read<'h>(
     }
     let callees = index.callees(file, call);
     let chain = index.chain_through(&summary.syncs, file, call, &callees)?;
+    if call.written_by.is_some() && chain.fix == Fix::Bulk {
+        return None;
+    }
     // Through a dispatch where only some implementations read, the read
     // inside is reported where it is; the call adds nothing certain.
     // A callee reading in a loop over items of its own (each parameter's
@@ -707,6 +717,9 @@ fn judge(
             "copies the whole tensor for a function that writes it out: the copy is the point"
                 .to_owned(),
         ),
+        Some(Cold::Written { writer }) => Some(format!(
+            "copies the whole tensor that `{writer}` then writes out: the copy is the point"
+        )),
         Some(Cold::Feature(feature)) => Some(format!(
             "only built with the cargo feature `{feature}`, which no default build of its workspace turns on"
         )),

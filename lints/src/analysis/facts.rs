@@ -59,6 +59,13 @@ pub enum Cold {
     /// (to a file or a stream: `write_all`, `File::create`, `fs::write`):
     /// an export, whose copy is the point.
     Export,
+    /// A whole tensor copied to the host and bound to a local that a writer
+    /// then takes (`let rows = Vec::<f32>::try_from(&out)?;
+    /// write_features(&rows)`): the copy is what is written out.
+    Written {
+        /// The writer, as called.
+        writer: String,
+    },
     /// A branch on a `bool` parameter that every call of its function
     /// passes the other way (`if debug { .. }` where each call passes
     /// `false`): no call of the program takes it.
@@ -196,6 +203,11 @@ pub struct CallSite {
     /// Each argument that is a `bool` known where it is passed (a literal,
     /// a local bound to one, a constant of the file), aligned with `args`.
     pub literals: Vec<Option<bool>>,
+    /// What the call returns is bound to a local that a writer then takes
+    /// (`let (features, mean) = extract(..); write_features(&features)`),
+    /// as called: where the call's read is a whole copy, it is what is
+    /// written out.
+    pub written_by: Option<String>,
 }
 
 /// The most iterations of a loop counted as a fixed, unrolled sequence.

@@ -263,6 +263,9 @@ struct FnState {
     /// The function writes bytes out (`write_all`, `File::create`,
     /// `fs::write`): its whole-tensor copies are exports.
     writes_out: bool,
+    /// Locals bound by a `let` whose value holds copies made there: the
+    /// whole-tensor copies (sites) and crate calls it made, by the name.
+    copied: Vec<(String, Vec<usize>, Vec<usize>)>,
     /// Locals bound to a list written out (an array literal or `vec![..]`).
     lists: Vec<(String, Listed)>,
     /// The function's `bool` parameters bound by name and not rebound
@@ -1245,7 +1248,9 @@ impl<'a> Walker<'a> {
             self.fn_state.lists.push((p.ident.to_string(), list));
         }
         self.last_try_into = None;
+        let (sites_before, calls_before) = (self.facts.sites.len(), self.facts.calls.len());
         let value = self.expr(&init.expr);
+        self.note_copied(&local.pat, sites_before, calls_before);
         if let Some((_, diverge)) = &init.diverge {
             // `let Some(batch) = loader.next() else { .. }`: the data ran out.
             let guard = self
@@ -1288,6 +1293,64 @@ impl<'a> Walker<'a> {
         self.fn_state.binding_parts = false;
         self.fn_state.binding_next = false;
         self.fn_state.binding_computed = false;
+    }
+
+    /// Notes the names a `let` binds to what its value copied: the
+    /// whole-tensor copies and crate calls made since `sites_before` and
+    /// `calls_before`, for a writer that takes one of the names.
+    fn note_copied(&mut self, pat: &Pat, sites_before: usize, calls_before: usize) {
+        let function = self.fn_state.context.function;
+        let sites: Vec<usize> = (sites_before..self.facts.sites.len())
+            .filter(|&i| {
+                let site = &self.facts.sites[i];
+                site.hit.fix == Fix::Bulk && site.context.function == function
+            })
+            .collect();
+        let calls: Vec<usize> = (calls_before..self.facts.calls.len()).collect();
+        if sites.is_empty() && calls.is_empty() {
+            return;
+        }
+        for name in syntax::pattern_names(pat) {
+            self.fn_state
+                .copied
+                .push((name, sites.clone(), calls.clone()));
+        }
+    }
+
+    /// A writer (`write_features(..)`, `fs::write(..)`, `img.save(..)`)
+    /// taking a local bound to a copy: that copy is what it writes out.
+    pub(super) fn written_out<'e>(&mut self, name: &str, args: impl IntoIterator<Item = &'e Expr>) {
+        if !syntax::is_writer(name) || self.fn_state.copied.is_empty() {
+            return;
+        }
+        for arg in args {
+            let Some(root) = syntax::root_ident(arg) else {
+                continue;
+            };
+            let Some((_, sites, calls)) = self
+                .fn_state
+                .copied
+                .iter()
+                .rev()
+                .find(|(bound, ..)| *bound == root)
+                .cloned()
+            else {
+                continue;
+            };
+            for i in sites {
+                let context = &mut self.facts.sites[i].context;
+                if context.cold.is_none() {
+                    context.cold = Some(Cold::Written {
+                        writer: name.to_owned(),
+                    });
+                }
+            }
+            for i in calls {
+                self.facts.calls[i]
+                    .written_by
+                    .get_or_insert_with(|| name.to_owned());
+            }
+        }
     }
 
     /// Whether an expression is the next item of an iterator or loader,
@@ -1507,6 +1570,7 @@ impl<'a> Walker<'a> {
             args,
             item,
             literals,
+            written_by: None,
         });
         for &closure in &self.fn_state.open_closures {
             self.fn_state.closure_calls[closure].push(index);

@@ -550,9 +550,14 @@ impl CrateIndex<'_> {
     /// item of a loop that runs no step), or outside the
     /// loops of such a function. A call through a trait makes each impl it
     /// can reach run per step; one resolved only by name, among several
-    /// candidates, makes none.
-    pub(crate) fn hot_functions(&self, levels: &LoopLevels) -> HashMap<FnId, HotCall> {
-        self.hot_functions_skipping(levels, |_| false)
+    /// candidates, makes none. A call whose whole copy is what a writer
+    /// then writes out runs nothing per step: the copy is the point.
+    pub(crate) fn hot_functions(
+        &self,
+        levels: &LoopLevels,
+        summary: &Summary,
+    ) -> HashMap<FnId, HotCall> {
+        self.hot_functions_skipping(levels, summary, |_| false)
     }
 
     /// [`CrateIndex::hot_functions`], leaving out the loops of the
@@ -560,6 +565,7 @@ impl CrateIndex<'_> {
     pub(crate) fn hot_functions_skipping(
         &self,
         levels: &LoopLevels,
+        summary: &Summary,
         skip: impl Fn(FnId) -> bool,
     ) -> HashMap<FnId, HotCall> {
         let mut hot: HashMap<FnId, HotCall> = HashMap::new();
@@ -578,7 +584,7 @@ impl CrateIndex<'_> {
                 let (Some(function), None) = (call.context.function, &call.context.cold) else {
                     continue;
                 };
-                if skip((file, function)) {
+                if skip((file, function)) || self.written_copy(summary, file, call) {
                     continue;
                 }
                 let Some(loop_id) = call.context.loop_id else {
@@ -662,6 +668,15 @@ impl CrateIndex<'_> {
         } else {
             Vec::new()
         }
+    }
+
+    /// Whether a call's read is a whole copy of what it returns, bound to
+    /// a local a writer then takes: the copy is what is written out.
+    pub(crate) fn written_copy(&self, summary: &Summary, file: usize, call: &CallSite) -> bool {
+        call.written_by.is_some()
+            && self
+                .chain_through(&summary.syncs, file, call, &self.callees(file, call))
+                .is_some_and(|chain| chain.fix == Fix::Bulk)
     }
 
     /// Whether the calls by a forward pass's name that a loop of a

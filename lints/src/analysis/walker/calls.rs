@@ -44,6 +44,7 @@ impl Walker<'_> {
         if writes {
             self.fn_state.writes_out = true;
         }
+        self.written_out(&name, &c.args);
 
         if segments.len() == 1 && func.qself.is_none() {
             match self.lookup(&name).cloned() {
@@ -485,6 +486,7 @@ impl Walker<'_> {
         let other_apply = is_module_application(&name)
             && !matches!(receiver, Val::Tensor(_))
             && !matches!(m.args.first(), Some(Expr::Reference(_)));
+        self.written_out(&name, std::iter::once(&*m.receiver).chain(&m.args));
         if !(other_apply || name == "step" && schedules(&m.receiver)) {
             // A method of a value of unknown type may be the crate's own.
             let may_be_crate = matches!(receiver, Val::Unknown | Val::Deferred(..))

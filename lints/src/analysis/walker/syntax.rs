@@ -1167,6 +1167,15 @@ pub(super) fn rebinds_a_name(init: &Expr) -> bool {
     }
 }
 
+/// Whether a function or method by this name writes what it is given out
+/// (to a file, a stream, a store on disk): `write_features`, `write_all`,
+/// `save`, `export_frame`, `dump`, `serialize`, `persist`.
+pub(super) fn is_writer(name: &str) -> bool {
+    ["write", "save", "export", "dump", "serialize", "persist"]
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
+}
+
 /// The names a pattern binds.
 pub(super) fn pattern_names(pat: &Pat) -> Vec<String> {
     struct Names(Vec<String>);
