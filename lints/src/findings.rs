@@ -785,10 +785,6 @@ fn judge(
         } else {
             format!("{per_step}: it copies each item of the loop at line {loop_line} once per iteration")
         });
-    } else if let (false, Some(helper)) = (quiet, &facts.loops[loop_id].inside_helper) {
-        read.notes.push(format!(
-            "`{helper}` runs a loop of its own over the mini-batches: the host waits for the device once per mini-batch"
-        ));
     } else if quiet || !element_iter {
         read.notes.push(quiet_because.unwrap_or_else(|| {
             format!(

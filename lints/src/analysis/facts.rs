@@ -256,9 +256,6 @@ pub struct LoopFacts {
     /// Not a loop in the source but `t.iter::<T>()`, which reads one
     /// element per item.
     pub element_iter: bool,
-    /// Not a loop in the source but one inside a tch helper the code calls
-    /// (`batch_accuracy_for_logits` reads once per mini-batch).
-    pub inside_helper: Option<String>,
     /// It repeats its body rather than walking over items: a `loop`, a
     /// `while`, or a `for` over a range of numbers (per-token generation,
     /// an episode of environment steps), where a loop over a collection

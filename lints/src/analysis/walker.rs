@@ -1492,16 +1492,11 @@ impl<'a> Walker<'a> {
         let Gate::Report(requirement) = gate(subject, hit.need, self.mentions_tch, method) else {
             return None;
         };
-        // `t.iter::<T>()` is a loop of its own: one read per item, and so
-        // is a helper that loops over mini-batches itself.
+        // `t.iter::<T>()` is a loop of its own: one read per item.
         let element_iter = hit.own_loop == Some(OwnLoop::Elements);
-        let helper = (hit.own_loop == Some(OwnLoop::MiniBatches)).then(|| hit.op.clone());
-        let saved = (element_iter || helper.is_some()).then(|| {
+        let saved = element_iter.then(|| {
             let saved = self.enter_loop(false, loc.line);
-            self.mark_loop(|l| {
-                l.element_iter = element_iter;
-                l.inside_helper = helper;
-            });
+            self.mark_loop(|l| l.element_iter = true);
             saved
         });
         let index = self.facts.sites.len();

@@ -376,9 +376,6 @@ pub(crate) struct Hit {
 pub(crate) enum OwnLoop {
     /// `t.iter::<T>()`: one read per item of the iterator.
     Elements,
-    /// A helper that loops over mini-batches itself
-    /// (`batch_accuracy_for_logits`); the loop is named after the operation.
-    MiniBatches,
 }
 
 impl Hit {

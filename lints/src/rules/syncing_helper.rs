@@ -1,14 +1,16 @@
 //! `syncing-helper`: tch helpers that read values back internally.
 
-use super::{Hit, MethodCall, Need, OwnLoop, Rule, RuleInfo};
+use super::{Hit, MethodCall, Need, Rule, RuleInfo};
 use crate::analysis::values::Val;
 
 declare_rule! {
     /// ### What it does
     /// Finds calls to tch helpers that read tensors back to the host inside
-    /// their own implementation: `batch_accuracy_for_logits` (one scalar
-    /// read per mini-batch, in a loop of its own, so wherever it is called),
-    /// and, when they are called in a loop, `Optimizer::clip_grad_norm` and
+    /// their own implementation, when they are called in a loop:
+    /// `batch_accuracy_for_logits` (one scalar read per mini-batch of the
+    /// data it is given, in tch's own evaluation loop, so a call once per
+    /// epoch is the once-per-epoch level, as the rest of that loop is),
+    /// `Optimizer::clip_grad_norm` and
     /// `Optimizer::backward_step_clip_norm` (both read the total gradient
     /// norm with `f64::try_from`).
     ///
@@ -38,7 +40,7 @@ declare_rule! {
     pub SyncingHelper => SYNCING_HELPER,
     id: "syncing-helper",
     level: Warn,
-    summary: "tch helpers that sync internally (`clip_grad_norm` in loops, `batch_accuracy_for_logits` anywhere: it loops itself)",
+    summary: "tch helpers that sync internally (`clip_grad_norm`, `batch_accuracy_for_logits`) in loops",
     help: "clip on the device (`backward_step_clip`, or scale by a norm kept as a tensor); for accuracy, sum the correct predictions of the mini-batches on the device and read the total once",
 }
 
@@ -98,11 +100,5 @@ fn method(call: &MethodCall<'_>) -> Option<Hit> {
         Need::Name,
         format!("`{name}` {what}"),
     );
-    // `batch_accuracy_for_logits` runs a loop of its own with one read per
-    // mini-batch: every call is reported, as a loop, wherever it is called.
-    Some(if name == "batch_accuracy_for_logits" {
-        hit.with_own_loop(OwnLoop::MiniBatches)
-    } else {
-        hit
-    })
+    Some(hit)
 }
