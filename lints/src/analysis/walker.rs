@@ -35,9 +35,9 @@ mod syntax;
 
 pub(crate) use syntax::first_span;
 use syntax::{
-    diverges, expr_attrs, is_part, is_some_pattern, listed, param_of, path_has_segment,
-    reads_elapsed, rebinds_a_name, root_ident, set_on_device, splits_a_tensor, starts_a_timer,
-    strip_references, takes_a_lock, takes_next, type_args, type_name, Listed,
+    diverges, expr_attrs, is_part, is_some_pattern, leaves_block, listed, param_of,
+    path_has_segment, reads_elapsed, rebinds_a_name, root_ident, set_on_device, splits_a_tensor,
+    starts_a_timer, strip_references, takes_a_lock, takes_next, type_args, type_name, Listed,
 };
 
 /// How deep the walker follows nested expressions before giving up on the
@@ -1129,6 +1129,10 @@ impl<'a> Walker<'a> {
         let mut value = Val::Other;
         let mut timers: Vec<String> = Vec::new();
         for (i, stmt) in block.stmts.iter().enumerate() {
+            // What follows a `break`, `continue` or `return` never runs.
+            if i > 0 && leaves_block(&block.stmts[i - 1]) {
+                break;
+            }
             let first_loop = self.facts.loops.len();
             value = self.stmt(stmt);
             // `let start = Instant::now(); for _ in 0..n { .. } start.elapsed()`:

@@ -3,8 +3,8 @@
 
 use super::*;
 use syntax::{
-    asks_a_schedule, builds_an_error, counts_components, counts_environments, diverges,
-    drives_requests, driving_tensor_iter, expr_diverges, fixed_count, flushes_a_buffer,
+    asks_a_schedule, breaks_at_once, builds_an_error, counts_components, counts_environments,
+    diverges, drives_requests, driving_tensor_iter, expr_diverges, fixed_count, flushes_a_buffer,
     hands_back_an_error, is_last_step, is_none_pattern, is_one_iteration, is_periodic, is_range,
     is_self_field_collection, moved_to_device, moves_its_input, pattern_names, resets_a_mark,
     runs_a_model, runs_an_update, self_fields, starts_with_request, walks_parameters, walks_texts,
@@ -156,7 +156,11 @@ impl Walker<'_> {
                             .extend(pattern_names(&first.pat));
                     }
                 }
+                let marks = self.marks();
                 self.block(&l.body);
+                if breaks_at_once(&l.body, l.label.as_ref()) {
+                    self.runs_once(marks);
+                }
                 self.fn_state.moved_in_loops.pop();
                 self.exit_loop(saved);
                 Val::Unknown
@@ -232,7 +236,11 @@ impl Walker<'_> {
                 self.fn_state.moved_in_loops.push(moved_to_device(&w.body));
                 self.push_scope();
                 self.expr(&w.cond);
+                let marks = self.marks();
                 self.block(&w.body);
+                if breaks_at_once(&w.body, w.label.as_ref()) {
+                    self.runs_once(marks);
+                }
                 self.pop_scope();
                 self.fn_state.moved_in_loops.pop();
                 self.exit_loop(saved);
@@ -618,7 +626,11 @@ impl Walker<'_> {
         self.bind_pat(&f.pat, element);
         self.fn_state.binding_items = false;
         self.fn_state.binding_parts = false;
+        let marks = self.marks();
         self.block(&f.body);
+        if breaks_at_once(&f.body, f.label.as_ref()) {
+            self.runs_once(marks);
+        }
         self.fn_state.moved_in_loops.pop();
         self.pop_scope();
         self.exit_loop(saved);
@@ -641,6 +653,64 @@ impl Walker<'_> {
         self.fn_state.context.periodic = None;
         self.fn_state.loop_scopes.push(self.fn_state.scopes.len());
         saved
+    }
+
+    /// Where the facts of the innermost loop's body start: the loop, and
+    /// the first site, call and loop its body records.
+    pub(super) fn marks(&self) -> (usize, usize, usize, usize) {
+        (
+            self.fn_state.context.loop_id.unwrap_or(usize::MAX),
+            self.facts.sites.len(),
+            self.facts.calls.len(),
+            self.facts.loops.len(),
+        )
+    }
+
+    /// The innermost loop leaves at once on its first pass (`for b in
+    /// batches { ..; break; }`): it runs its body once, so what the body
+    /// holds sits where the loop does, and the steps it runs are its
+    /// surroundings'.
+    pub(super) fn runs_once(&mut self, (id, sites, calls, loops): (usize, usize, usize, usize)) {
+        let Some(facts) = self.facts.loops.get(id) else {
+            return;
+        };
+        let parent = facts.parent;
+        let (update, forward, forward_named) = (facts.update, facts.forward, facts.forward_named);
+        for site in &mut self.facts.sites[sites..] {
+            if site.context.loop_id == Some(id) {
+                site.context.loop_id = parent;
+            }
+        }
+        for call in &mut self.facts.calls[calls..] {
+            if call.context.loop_id == Some(id) {
+                call.context.loop_id = parent;
+            }
+        }
+        for inner in &mut self.facts.loops[loops..] {
+            if inner.parent == Some(id) {
+                inner.parent = parent;
+            }
+        }
+        let facts = &mut self.facts.loops[id];
+        facts.update = false;
+        facts.forward = false;
+        facts.forward_named = false;
+        let function = self.fn_state.context.function;
+        match (parent, function) {
+            (Some(p), _) => {
+                let outer = &mut self.facts.loops[p];
+                outer.update |= update;
+                outer.forward |= forward;
+                outer.forward_named |= forward_named;
+            }
+            (None, Some(f)) => {
+                let outer = &mut self.facts.functions[f];
+                outer.update |= update;
+                outer.forward |= forward;
+                outer.forward_named |= forward_named;
+            }
+            (None, None) => {}
+        }
     }
 
     pub(super) fn exit_loop(&mut self, saved: Context) {

@@ -1176,6 +1176,29 @@ pub(super) fn is_writer(name: &str) -> bool {
         .any(|prefix| name.starts_with(prefix))
 }
 
+/// Whether a loop's body leaves it unconditionally on its first pass: a
+/// `break` of this loop (unlabelled, or naming its `label`) among the
+/// body's own statements, not under a condition.
+pub(super) fn breaks_at_once(body: &syn::Block, label: Option<&syn::Label>) -> bool {
+    body.stmts.iter().any(|stmt| match stmt {
+        syn::Stmt::Expr(Expr::Break(b), _) => match (&b.label, label) {
+            (None, _) => true,
+            (Some(named), Some(own)) => named.ident == own.name.ident,
+            (Some(_), None) => false,
+        },
+        _ => false,
+    })
+}
+
+/// Whether a statement leaves its block unconditionally (`break`,
+/// `continue`, `return`): the statements after it never run.
+pub(super) fn leaves_block(stmt: &syn::Stmt) -> bool {
+    matches!(
+        stmt,
+        syn::Stmt::Expr(Expr::Break(_) | Expr::Continue(_) | Expr::Return(_), _)
+    )
+}
+
 /// The names a pattern binds.
 pub(super) fn pattern_names(pat: &Pat) -> Vec<String> {
     struct Names(Vec<String>);
