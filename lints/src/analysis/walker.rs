@@ -761,11 +761,19 @@ impl<'a> Walker<'a> {
         }
         let sites_before = self.facts.sites.len();
         let tail = self.block(block);
-        if self.fn_state.writes_out {
+        // A function that writes bytes out, or is named for it
+        // (`save_safetensors`, `write_checkpoint`), exports what it copies
+        // whole: outside its own loops, or each whole item of a loop of its
+        // own (every parameter of a checkpoint). A writer that copies row by
+        // row still waits once per row where one copy would do.
+        if self.fn_state.writes_out || syntax::is_writer(&sig.ident.to_string()) {
+            let loops = &self.facts.loops;
             for site in &mut self.facts.sites[sites_before..] {
-                // Outside the function's own loops: a writer that copies
-                // row by row waits once per row where one copy would do.
-                let own = site.context.function == Some(index) && site.context.loop_id.is_none();
+                let whole = match site.context.loop_id {
+                    None => true,
+                    Some(l) => site.item || loops[l].over_parameters,
+                };
+                let own = site.context.function == Some(index) && whole;
                 if own && site.hit.fix == Fix::Bulk && site.context.cold.is_none() {
                     site.context.cold = Some(Cold::Export);
                 }
