@@ -378,11 +378,9 @@ fn workspace_findings(
             let around = cold_context(&call.context, file, &test_only, uncalled).into_owned();
             // A whole copy bound to a local a writer then takes is what is
             // written out.
-            let written = call
-                .written_by
-                .clone()
-                .filter(|_| chain.fix == Fix::Bulk)
-                .map(|writer| Cold::Written { writer });
+            let written = chain.written_by(call).map(|writer| Cold::Written {
+                writer: writer.to_owned(),
+            });
             let context = Context {
                 periodic: chain.periodic.clone(),
                 cold: chain.cold.clone().or(around.cold.clone()).or(written),
@@ -425,7 +423,7 @@ fn hot_call_read<'h>(
     }
     let callees = index.callees(file, call);
     let chain = index.chain_through(&summary.syncs, file, call, &callees)?;
-    if call.written_by.is_some() && chain.fix == Fix::Bulk {
+    if chain.written_by(call).is_some() {
         return None;
     }
     // Through a dispatch where only some implementations read, the read

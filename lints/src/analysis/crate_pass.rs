@@ -247,6 +247,13 @@ impl Chain {
             self.looped.is_some() || self.epoch.is_some(),
         )
     }
+
+    /// The writer that writes out what a call through this chain returns,
+    /// where the chain's read is a whole copy and the call's result is
+    /// bound to a local that writer takes: the copy is the point.
+    pub(crate) fn written_by<'c>(&self, call: &'c CallSite) -> Option<&'c str> {
+        call.written_by.as_deref().filter(|_| self.fix == Fix::Bulk)
+    }
 }
 
 /// Which functions sync when called, and how.

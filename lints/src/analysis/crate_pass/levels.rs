@@ -676,7 +676,7 @@ impl CrateIndex<'_> {
         call.written_by.is_some()
             && self
                 .chain_through(&summary.syncs, file, call, &self.callees(file, call))
-                .is_some_and(|chain| chain.fix == Fix::Bulk)
+                .is_some_and(|chain| chain.written_by(call).is_some())
     }
 
     /// Whether the calls by a forward pass's name that a loop of a

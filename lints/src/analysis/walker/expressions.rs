@@ -671,11 +671,15 @@ impl Walker<'_> {
     /// holds sits where the loop does, and the steps it runs are its
     /// surroundings'.
     pub(super) fn runs_once(&mut self, (id, sites, calls, loops): (usize, usize, usize, usize)) {
-        let Some(facts) = self.facts.loops.get(id) else {
+        let Some(facts) = self.facts.loops.get_mut(id) else {
             return;
         };
         let parent = facts.parent;
-        let (update, forward, forward_named) = (facts.update, facts.forward, facts.forward_named);
+        let (update, forward, forward_named) = (
+            std::mem::take(&mut facts.update),
+            std::mem::take(&mut facts.forward),
+            std::mem::take(&mut facts.forward_named),
+        );
         for site in &mut self.facts.sites[sites..] {
             if site.context.loop_id == Some(id) {
                 site.context.loop_id = parent;
@@ -691,25 +695,10 @@ impl Walker<'_> {
                 inner.parent = parent;
             }
         }
-        let facts = &mut self.facts.loops[id];
-        facts.update = false;
-        facts.forward = false;
-        facts.forward_named = false;
-        let function = self.fn_state.context.function;
-        match (parent, function) {
-            (Some(p), _) => {
-                let outer = &mut self.facts.loops[p];
-                outer.update |= update;
-                outer.forward |= forward;
-                outer.forward_named |= forward_named;
-            }
-            (None, Some(f)) => {
-                let outer = &mut self.facts.functions[f];
-                outer.update |= update;
-                outer.forward |= forward;
-                outer.forward_named |= forward_named;
-            }
-            (None, None) => {}
+        if let Some((outer_update, outer_forward, outer_named)) = self.step_marks(parent) {
+            *outer_update |= update;
+            *outer_forward |= forward;
+            *outer_named |= forward_named;
         }
     }
 
@@ -820,13 +809,8 @@ impl Walker<'_> {
         } else if is_forward(name) {
             // The crate pass decides whether the function it reaches runs
             // a model (`forward_named`).
-            match (
-                self.fn_state.context.loop_id,
-                self.fn_state.context.function,
-            ) {
-                (Some(id), _) => self.facts.loops[id].forward_named = true,
-                (None, Some(f)) => self.facts.functions[f].forward_named = true,
-                (None, None) => {}
+            if let Some((_, _, named)) = self.step_marks(self.fn_state.context.loop_id) {
+                *named = true;
             }
         }
     }
@@ -835,27 +819,30 @@ impl Walker<'_> {
     /// otherwise running a model) on the innermost loop, or on the
     /// function when outside loops.
     pub(super) fn mark_step(&mut self, update: bool) {
-        match (
-            self.fn_state.context.loop_id,
-            self.fn_state.context.function,
-        ) {
+        if let Some((runs_update, runs_forward, _)) = self.step_marks(self.fn_state.context.loop_id)
+        {
+            if update {
+                *runs_update = true;
+            } else {
+                *runs_forward = true;
+            }
+        }
+    }
+
+    /// The step marks (runs an update, runs a model, calls a forward pass
+    /// by name) of a loop, or of the function being walked where `loop_id`
+    /// is none: outside functions, none.
+    fn step_marks(&mut self, loop_id: Option<usize>) -> Option<(&mut bool, &mut bool, &mut bool)> {
+        match (loop_id, self.fn_state.context.function) {
             (Some(id), _) => {
-                let facts = &mut self.facts.loops[id];
-                if update {
-                    facts.update = true;
-                } else {
-                    facts.forward = true;
-                }
+                let l = &mut self.facts.loops[id];
+                Some((&mut l.update, &mut l.forward, &mut l.forward_named))
             }
             (None, Some(f)) => {
-                let facts = &mut self.facts.functions[f];
-                if update {
-                    facts.update = true;
-                } else {
-                    facts.forward = true;
-                }
+                let f = &mut self.facts.functions[f];
+                Some((&mut f.update, &mut f.forward, &mut f.forward_named))
             }
-            (None, None) => {}
+            (None, None) => None,
         }
     }
 

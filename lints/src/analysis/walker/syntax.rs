@@ -1191,12 +1191,10 @@ pub(super) fn breaks_at_once(body: &syn::Block, label: Option<&syn::Label>) -> b
 }
 
 /// Whether a statement leaves its block unconditionally (`break`,
-/// `continue`, `return`): the statements after it never run.
+/// `continue`, `return`, `panic!` and its kin): the statements after it
+/// never run.
 pub(super) fn leaves_block(stmt: &syn::Stmt) -> bool {
-    matches!(
-        stmt,
-        syn::Stmt::Expr(Expr::Break(_) | Expr::Continue(_) | Expr::Return(_), _)
-    )
+    matches!(stmt, syn::Stmt::Expr(expr, _) if leaves(expr))
 }
 
 /// The names a pattern binds.
