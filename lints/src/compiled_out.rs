@@ -1,5 +1,6 @@
 //! Modules declared behind a cfg that is off (`#[cfg(feature = "torch")]
-//! mod tch_backend;`, `#[cfg(test)] mod tests;`): cargo does not compile
+//! mod tch_backend;`, `#[cfg(test)] mod tests;`), and targets whose
+//! `required-features` the default build lacks: cargo does not compile
 //! their files into a release build of the default features, so what those
 //! files hold is outside the release hot path, as if the attribute stood on
 //! each of their items.
@@ -33,7 +34,10 @@ pub(crate) fn mark(scanned: &mut [Scanned<'_>]) {
             continue;
         }
         let features = scanned[i].placement.features.clone();
-        let cold = cold_module(&scanned[i].path, &features, scanned, &by_path, &mut texts);
+        let cold = match &scanned[i].placement.feature_off {
+            Some(feature) => Some(Cold::Feature(feature.clone())),
+            None => cold_module(&scanned[i].path, &features, scanned, &by_path, &mut texts),
+        };
         if let (Some(cold), Some(facts)) = (cold, &mut scanned[i].facts) {
             facts.make_cold(&cold);
         }

@@ -77,6 +77,9 @@ pub(crate) struct Placement {
     /// or `src/` of a crate without a library. Like rustc's `dead_code`,
     /// what its `main` cannot reach never runs.
     pub(crate) program: bool,
+    /// A feature the file's target requires (`required-features`) that the
+    /// default build leaves off: cargo builds no such target by default.
+    pub(crate) feature_off: Option<String>,
 }
 
 impl Placement {
@@ -131,6 +134,9 @@ fn run(
             let declared = layout.declared_targets(root);
             let scope = file_scope_in(&i.path, root, &declared);
             let features = layout.features(root);
+            let feature_off = declared
+                .missing_feature(&scope.target, |f| features.has(f))
+                .map(str::to_owned);
             let crate_name = root.and_then(|root| layout.crate_name(root));
             let outside_workspace = root.is_some_and(|root| layout.outside_its_workspace(root));
             let without_tch = root.is_some_and(|root| !layout.uses_tch(root));
@@ -153,6 +159,7 @@ fn run(
                 outside_workspace,
                 without_tch,
                 program,
+                feature_off,
             }
         })
         .collect();
@@ -189,11 +196,14 @@ fn run(
         ..Report::default()
     };
     // A file of a walked tree that no `mod` item declares is never
-    // compiled either: it reports nothing, and nothing calls into it.
+    // compiled either: it reports nothing, nothing calls into it, and
+    // what it names calls nothing (an older `train_epoch` that calls the
+    // live one's `train_batch` keeps neither alive).
     if whole {
         for i in crate::compiled_out::undeclared(&scanned) {
             scanned[i].facts = None;
             scanned[i].error = None;
+            scanned[i].text = Some(Cow::Borrowed(""));
         }
     }
     for file in &mut scanned {

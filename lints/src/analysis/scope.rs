@@ -40,13 +40,31 @@ impl FileScope {
 
 /// Targets a manifest places outside cargo's default layout: `[lib] path`
 /// and `[[bin]]`, `[[example]]`, `[[test]]`, `[[bench]]` entries with a
-/// `path`, relative to the crate root.
+/// `path`, relative to the crate root; and the features each target
+/// entry requires.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DeclaredTargets {
     /// The library's root file, when not `src/lib.rs`.
     pub lib: Option<PathBuf>,
     /// Other targets' root files.
     pub roots: Vec<(Target, PathBuf)>,
+    /// Binaries cargo builds only with features (`required-features =
+    /// ["torch"]`), with or without a `path`.
+    pub required: Vec<(Target, Vec<String>)>,
+}
+
+impl DeclaredTargets {
+    /// The first feature `target` requires that `on` leaves off: cargo
+    /// skips the target in a build without it (`cargo build --release`
+    /// builds no binary whose `required-features` the default lacks).
+    pub fn missing_feature(&self, target: &Target, on: impl Fn(&str) -> bool) -> Option<&str> {
+        self.required
+            .iter()
+            .filter(|(t, _)| t == target)
+            .flat_map(|(_, features)| features)
+            .map(String::as_str)
+            .find(|feature| !on(feature))
+    }
 }
 
 /// The targets a manifest declares with explicit paths.
@@ -60,6 +78,7 @@ pub fn declared_targets(manifest: &toml::Table) -> DeclaredTargets {
         .filter(|p| Path::new(p) != Path::new("src/lib.rs"))
         .map(PathBuf::from);
     let mut roots = Vec::new();
+    let mut required = Vec::new();
     for (key, make) in [
         ("bin", Target::Bin as fn(String) -> Target),
         ("example", Target::Example),
@@ -72,20 +91,38 @@ pub fn declared_targets(manifest: &toml::Table) -> DeclaredTargets {
             .into_iter()
             .flatten()
         {
-            if let Some(path) = path_of(entry) {
-                let name = entry.get("name").and_then(toml::Value::as_str).map_or_else(
-                    || {
-                        Path::new(path)
-                            .file_stem()
-                            .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
-                    },
-                    str::to_owned,
-                );
+            let path = path_of(entry);
+            let name = entry.get("name").and_then(toml::Value::as_str).map_or_else(
+                || {
+                    path.and_then(|p| Path::new(p).file_stem())
+                        .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
+                },
+                str::to_owned,
+            );
+            let features: Vec<String> = entry
+                .get("required-features")
+                .and_then(toml::Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(toml::Value::as_str)
+                .map(str::to_owned)
+                .collect();
+            // An example, test or bench is built only when asked for by
+            // name, with the features it needs; `cargo build --release`
+            // skips a binary whose features the default lacks.
+            if key == "bin" && !features.is_empty() && !name.is_empty() {
+                required.push((make(name.clone()), features));
+            }
+            if let Some(path) = path {
                 roots.push((make(name), PathBuf::from(path)));
             }
         }
     }
-    DeclaredTargets { lib, roots }
+    DeclaredTargets {
+        lib,
+        roots,
+        required,
+    }
 }
 
 /// The scope of `path`, given the root of the crate it belongs to (the
@@ -275,6 +312,42 @@ mod tests {
             (Target::Other("build".into()), module(&[]))
         );
         assert!(file_scope(Path::new("/r/tests/a.rs"), Some(Path::new("/r"))).is_test());
+    }
+
+    #[test]
+    fn binaries_that_need_features_name_them() {
+        let manifest: toml::Table = toml::from_str(
+            "[[bin]]\nname = \"train\"\npath = \"src/bin/train.rs\"\nrequired-features = [\"torch\", \"cuda\"]\n\
+             [[bin]]\nname = \"serve\"\nrequired-features = [\"torch\"]\n\
+             [[bin]]\nname = \"plain\"\n\
+             [[example]]\nname = \"sample\"\nrequired-features = [\"torch\"]\n",
+        )
+        .unwrap();
+        let declared = declared_targets(&manifest);
+        let missing = |target: Target, on: &[&str]| {
+            declared
+                .missing_feature(&target, |f| on.contains(&f))
+                .map(str::to_owned)
+        };
+        assert_eq!(
+            missing(Target::Bin("train".into()), &[]),
+            Some("torch".into())
+        );
+        assert_eq!(
+            missing(Target::Bin("train".into()), &["torch"]),
+            Some("cuda".into())
+        );
+        assert_eq!(
+            missing(Target::Bin("train".into()), &["torch", "cuda"]),
+            None
+        );
+        assert_eq!(
+            missing(Target::Bin("serve".into()), &[]),
+            Some("torch".into())
+        );
+        assert_eq!(missing(Target::Bin("plain".into()), &[]), None);
+        // An example is built only when asked for, with its features.
+        assert_eq!(missing(Target::Example("sample".into()), &[]), None);
     }
 
     #[test]
