@@ -781,10 +781,15 @@ impl<'a> Walker<'a> {
         }
         // `fn value(t: &Tensor) -> f32 { t.into() }`: the return type names
         // what the tail's bare conversion converts into.
+        // So does the `Ok` or `Some` of a `Result` or an `Option` it
+        // returns (`fn forward(..) -> Result<Vec<Vec<f32>>> { Ok(out.into()) }`).
         if let (ReturnType::Type(_, ty), Some(Stmt::Expr(expr, None))) =
             (&sig.output, block.stmts.last())
         {
-            self.annotated_try_into(ty, expr);
+            match syntax::wrapped_tail(ty, expr) {
+                Some((inner_ty, inner)) => self.annotated_try_into(inner_ty, inner),
+                None => self.annotated_try_into(ty, expr),
+            }
         }
         // A body that ends by handing back an error (`Err(..)`, the whole
         // of a trait method a wrapper does not support) returns no tensor

@@ -28,3 +28,28 @@ pub fn train(model: &nn::Sequential, vs: &nn::VarStore, batches: &[Tensor], stat
         stats.steps = 1u64.try_into().unwrap();
     }
 }
+
+/// The `Ok` of the `Result` a function returns names the type the tail's
+/// bare `into()` converts into: host rows.
+fn q_values(net: &nn::Sequential, states: &Tensor) -> anyhow::Result<Vec<Vec<f32>>> {
+    let device = Device::cuda_if_available();
+    let out = net.forward(&states.to_device(device));
+    Ok(out.into()) //~ warning host-sync
+}
+
+/// A per-turn caller of it reads every turn.
+pub fn play(net: &nn::Sequential, states: &Tensor) {
+    for _turn in 0..40 {
+        let q = q_values(net, states).unwrap(); //~ warning host-sync
+        println!("{}", q.len());
+    }
+}
+
+/// `Some` of an `Option` the same way; an `Ok` of a tensor is no conversion.
+pub fn maybe_row(t: &Tensor) -> Option<Vec<f32>> {
+    Some(t.into())
+}
+
+pub fn kept(t: &Tensor) -> anyhow::Result<Tensor> {
+    Ok(t.shallow_clone().into())
+}

@@ -1304,6 +1304,40 @@ pub(super) fn reads_elapsed(stmts: &[Stmt], timer: &str) -> bool {
     false
 }
 
+/// `Ok(inner)` or `Some(inner)` ending a function that returns a `Result`
+/// or an `Option` (any alias of that name, `anyhow::Result<T>`): the type
+/// the value inside is returned as, and that value.
+pub(crate) fn wrapped_tail<'a>(ty: &'a Type, tail: &'a Expr) -> Option<(&'a Type, &'a Expr)> {
+    let Expr::Call(call) = tail else {
+        return None;
+    };
+    let Expr::Path(callee) = &*call.func else {
+        return None;
+    };
+    let wrapper = match callee.path.get_ident()?.to_string().as_str() {
+        "Ok" => "Result",
+        "Some" => "Option",
+        _ => return None,
+    };
+    let [inner] = call.args.iter().collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    let Type::Path(p) = ty else {
+        return None;
+    };
+    let last = p.path.segments.last()?;
+    if last.ident != wrapper {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+        return None;
+    };
+    match args.args.first()? {
+        syn::GenericArgument::Type(inner_ty) => Some((inner_ty, inner)),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
