@@ -75,8 +75,8 @@ pub fn declared_targets(manifest: &toml::Table) -> DeclaredTargets {
     let lib = manifest
         .get("lib")
         .and_then(path_of)
-        .filter(|p| Path::new(p) != Path::new("src/lib.rs"))
-        .map(PathBuf::from);
+        .map(manifest_relative)
+        .filter(|p| p != Path::new("src/lib.rs"));
     let mut roots = Vec::new();
     let mut required = Vec::new();
     for (key, make) in [
@@ -114,7 +114,7 @@ pub fn declared_targets(manifest: &toml::Table) -> DeclaredTargets {
                 required.push((make(name.clone()), features));
             }
             if let Some(path) = path {
-                roots.push((make(name), PathBuf::from(path)));
+                roots.push((make(name), manifest_relative(path)));
             }
         }
     }
@@ -123,6 +123,15 @@ pub fn declared_targets(manifest: &toml::Table) -> DeclaredTargets {
         roots,
         required,
     }
+}
+
+/// A manifest's target path as a path relative to the crate root:
+/// `./rust_part/src/lib.rs` is `rust_part/src/lib.rs`.
+fn manifest_relative(path: &str) -> PathBuf {
+    Path::new(path)
+        .components()
+        .filter(|c| !matches!(c, Component::CurDir))
+        .collect()
 }
 
 /// The scope of `path`, given the root of the crate it belongs to (the
@@ -348,6 +357,25 @@ mod tests {
         assert_eq!(missing(Target::Bin("plain".into()), &[]), None);
         // An example is built only when asked for, with its features.
         assert_eq!(missing(Target::Example("sample".into()), &[]), None);
+    }
+
+    #[test]
+    fn target_paths_may_start_with_the_crate_directory() {
+        let manifest: toml::Table = toml::from_str(
+            "[lib]\npath = \"./engine/lib.rs\"\n[[bin]]\nname = \"play\"\npath = \"./engine/play.rs\"\n",
+        )
+        .unwrap();
+        let declared = declared_targets(&manifest);
+        let scope = |path: &str| {
+            file_scope_in(
+                Path::new(&format!("/r/{path}")),
+                Some(Path::new("/r")),
+                &declared,
+            )
+            .target
+        };
+        assert_eq!(scope("engine/lib.rs"), Target::Lib);
+        assert_eq!(scope("engine/play.rs"), Target::Bin("play".into()));
     }
 
     #[test]
