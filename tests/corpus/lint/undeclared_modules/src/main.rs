@@ -6,6 +6,7 @@ mod nested {
 }
 #[path = "moved/legacy.rs"]
 mod legacy;
+// mod unity_env;  // TODO: port to the new agent
 
 fn main() {
     let device = tch::Device::cuda_if_available();
