@@ -357,17 +357,22 @@ fn workspace_findings(
                     "`{function}` reads in a loop of steps of its own, reported there: each call runs that loop once"
                 )
             });
-            let generation = call
-                .context
-                .loop_id
-                .is_some_and(|l| levels.get(file, l).generation);
+            let level = call.context.loop_id.map(|l| levels.get(file, l));
+            let generation = level.is_some_and(|l| l.generation);
+            let acts = level.is_some_and(|l| l.acts);
             read.less_often = match (&chain.epoch, &chain.looped) {
-                (Some(function), None) if !generation => Some(format!(
+                (Some(function), None) if !generation && !acts => Some(format!(
                     "`{function}` runs a loop of steps of its own and reads outside it, once per call: the call is the once-per-epoch level"
                 )),
-                (Some(function), None) => {
+                (Some(function), None) if generation => {
                     read.notes.push(format!(
                         "`{function}` runs a loop of its own, but this loop hands a model's output on to its next iteration: each iteration is one generation step"
+                    ));
+                    None
+                }
+                (Some(function), None) => {
+                    read.notes.push(format!(
+                        "`{function}` runs a loop of its own, but this loop runs a model and steps an environment with its answer: each iteration is one environment step"
                     ));
                     None
                 }

@@ -280,6 +280,9 @@ pub struct LoopFacts {
     /// every environment, so the steps it runs are those of the loop
     /// around it, which stays the step loop.
     pub over_environments: bool,
+    /// It steps an environment itself: a `step` given the action
+    /// (`env.step(action)`), where an optimizer's `step()` takes none.
+    pub steps_environment: bool,
     /// Its body hands a model's output on to its next iteration: it
     /// assigns a name bound outside the loop from a model run (`hidden =
     /// model.forward_one(&next, &mut cache)`). A generation loop: each

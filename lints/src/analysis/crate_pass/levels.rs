@@ -23,6 +23,11 @@ pub(crate) struct LoopLevel {
     /// calls runs once per step even where that function holds a loop of
     /// its own (an ODE solver's or a sampler's steps within one frame).
     pub generation: bool,
+    /// It runs a model and steps an environment with the answer (an agent
+    /// acting): each iteration is one environment step, so an update it
+    /// calls runs once per step, whatever loop of gradient steps that
+    /// update holds.
+    pub acts: bool,
 }
 
 /// What one loop does, as far as steps go, directly or through calls.
@@ -303,9 +308,15 @@ impl CrateIndex<'_> {
                             && !facts.over_components
                             && !steps.encloses_update
                             && !steps.encloses_sequence;
+                        // A loop that runs a model and steps an environment
+                        // with its answer is a step loop, whatever loop of
+                        // gradient steps the update it also calls runs.
+                        let acts =
+                            facts.steps_environment && steps.forward && !facts.over_environments;
                         let step_loop = (steps.update && !steps.encloses_repeating)
                             || generation
-                            || forward_step;
+                            || forward_step
+                            || acts;
                         let stage = facts.from_channel
                             && carries_tensors
                             && (facts.sends || hands_on[file][id]);
@@ -322,6 +333,7 @@ impl CrateIndex<'_> {
                             stepless: parent_stepless && !runs_update && !runs_forward && !stage,
                             runs_steps: runs_update || runs_forward,
                             generation,
+                            acts,
                         });
                     }
                     out
@@ -538,8 +550,9 @@ pub(crate) struct HotCall {
     pub caller: FnId,
     /// Where this function's arguments live, in the terms of that caller.
     pub args: Vec<Place>,
-    /// That loop is a generation loop: a function holding a loop of its
-    /// own still runs once per its step, and so does what it calls.
+    /// That loop is a generation loop, or an agent acting: a function
+    /// holding a loop of its own still runs once per its step, and so does
+    /// what it calls.
     pub generation: bool,
 }
 
@@ -612,7 +625,8 @@ impl CrateIndex<'_> {
                         .push(call);
                     continue;
                 }
-                for callee in self.runs_per_call_in(file, call, levels, level.generation) {
+                let one_step = level.generation || level.acts;
+                for callee in self.runs_per_call_in(file, call, levels, one_step) {
                     if hot.contains_key(&callee) {
                         continue;
                     }
@@ -624,7 +638,7 @@ impl CrateIndex<'_> {
                             callee,
                             caller: (file, function),
                             args: args_of(call),
-                            generation: level.generation,
+                            generation: one_step,
                         },
                     );
                     pending.push(callee);
@@ -717,8 +731,9 @@ impl CrateIndex<'_> {
     /// a periodic guard (`if t % update_interval == 0`) only those that are
     /// an update themselves count, since each of their calls is one
     /// optimizer step however often it is made; the guarded rest runs
-    /// every N steps. `generation`: the loop is a generation loop, whose
-    /// every iteration is one step even where the callee loops.
+    /// every N steps. `generation`: the loop is a generation loop, or an
+    /// agent acting, whose every iteration is one step even where the
+    /// callee loops.
     fn runs_per_call_in(
         &self,
         file: usize,

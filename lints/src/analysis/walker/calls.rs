@@ -488,6 +488,11 @@ impl Walker<'_> {
             && !matches!(m.args.first(), Some(Expr::Reference(_)));
         self.written_out(&name, std::iter::once(&*m.receiver).chain(&m.args));
         if !(other_apply || name == "step" && schedules(&m.receiver)) {
+            if name == "step" && !m.args.is_empty() && !matches!(receiver, Val::Tensor(_)) {
+                if let Some(id) = self.fn_state.context.loop_id {
+                    self.facts.loops[id].steps_environment = true;
+                }
+            }
             // A method of a value of unknown type may be the crate's own.
             let may_be_crate = matches!(receiver, Val::Unknown | Val::Deferred(..))
                 && !TRANSPARENT.contains(&name.as_str())
