@@ -1459,6 +1459,11 @@ impl<'a> CrateIndex<'a> {
         // tensor's items.
         let runs_steps =
             |file: usize, loop_id: usize| levels.is_some_and(|l| !l.get(file, loop_id).stepless);
+        // A loop over a model's layers is the per-layer forward passes: a
+        // call whose reads run in one is judged there, not where the whole
+        // forward is called.
+        let per_layer =
+            |file: usize, loop_id: usize| self.files[file].facts.loops[loop_id].over_layers;
         let mut summary = Summary::default();
         // Reads outside loops first: a function keeps a few ways it syncs,
         // and the once-per-call ones say the most.
@@ -1503,7 +1508,7 @@ impl<'a> CrateIndex<'a> {
                 looped_steps: site
                     .context
                     .loop_id
-                    .is_some_and(|l| runs_steps(file_index, l)),
+                    .is_some_and(|l| runs_steps(file_index, l) || per_layer(file_index, l)),
                 epoch: (site.context.loop_id.is_none() && epochs.contains(&(file_index, function)))
                     .then(|| self.function((file_index, function)).display_name()),
             };
@@ -1534,15 +1539,19 @@ impl<'a> CrateIndex<'a> {
                 if condition == Place::Cpu {
                     continue;
                 }
-                let looped = chain.looped.clone().or_else(|| {
-                    call.context
-                        .loop_id
-                        .map(|_| self.function(*caller).display_name())
-                });
-                let looped_steps = if chain.looped.is_some() {
-                    chain.looped_steps
-                } else {
-                    call.context.loop_id.is_some_and(|l| runs_steps(*file, l))
+                let layers = call.context.loop_id.is_some_and(|l| per_layer(*file, l));
+                let (looped, looped_steps) = match &chain.looped {
+                    Some(_) if chain.looped_steps || !layers => {
+                        (chain.looped.clone(), chain.looped_steps)
+                    }
+                    _ => (
+                        call.context
+                            .loop_id
+                            .map(|_| self.function(*caller).display_name()),
+                        call.context
+                            .loop_id
+                            .is_some_and(|l| runs_steps(*file, l) || per_layer(*file, l)),
+                    ),
                 };
                 changed |= offer(
                     &mut summary.syncs,

@@ -280,6 +280,10 @@ pub struct LoopFacts {
     /// every environment, so the steps it runs are those of the loop
     /// around it, which stays the step loop.
     pub over_environments: bool,
+    /// It walks over a model's layers (`for layer in 0..cfg.num_layers`,
+    /// `for layer in &self.layers`): per-layer forward passes, where a
+    /// read is judged, rather than at a call of the whole forward.
+    pub over_layers: bool,
     /// It steps an environment itself: a `step` given the action
     /// (`env.step(action)`), where an optimizer's `step()` takes none.
     pub steps_environment: bool,

@@ -4,11 +4,11 @@
 use super::*;
 use syntax::{
     asks_a_schedule, breaks_at_once, builds_an_error, counts_components, counts_environments,
-    diverges, drives_requests, driving_tensor_iter, expr_diverges, fixed_count, flushes_a_buffer,
-    hands_back_an_error, is_last_step, is_none_pattern, is_one_iteration, is_periodic, is_range,
-    is_self_field_collection, moved_to_device, moves_its_input, pattern_names, resets_a_mark,
-    runs_a_model, runs_an_update, self_fields, starts_with_request, walks_parameters, walks_texts,
-    RequestSource,
+    counts_layers, diverges, drives_requests, driving_tensor_iter, expr_diverges, fixed_count,
+    flushes_a_buffer, hands_back_an_error, is_last_step, is_none_pattern, is_one_iteration,
+    is_periodic, is_range, is_self_field_collection, moved_to_device, moves_its_input,
+    pattern_names, resets_a_mark, runs_a_model, runs_an_update, self_fields, starts_with_request,
+    walks_parameters, walks_texts, RequestSource,
 };
 
 impl Walker<'_> {
@@ -572,6 +572,9 @@ impl Walker<'_> {
         }
         if counts_environments(&f.expr) {
             self.mark_loop(|l| l.over_environments = true);
+        }
+        if counts_layers(&f.expr) {
+            self.mark_loop(|l| l.over_layers = true);
         }
         if let (true, Pat::Ident(counter)) = (is_range(&f.expr), &*f.pat) {
             let counter = counter.ident.to_string();

@@ -76,6 +76,35 @@ pub(super) fn counts_components(iterable: &Expr) -> bool {
             .any(|w| matches!(*w, "size" | "len" | "length"))
 }
 
+/// Whether an iterated expression walks over a model's layers: a range up
+/// to their number (`0..config.num_hidden_layers`, `0..self.n_layer`) or the
+/// layers themselves (`&self.layers`, `weights.layers.iter()`). A forward
+/// pass runs its layers one after another, each a step of its own.
+pub(super) fn counts_layers(iterable: &Expr) -> bool {
+    fn names(expr: &Expr) -> bool {
+        match expr {
+            Expr::Path(p) => p.path.segments.iter().any(|s| layers(&s.ident)),
+            Expr::Field(f) => matches!(&f.member, Member::Named(n) if layers(n)) || names(&f.base),
+            Expr::MethodCall(m) => layers(&m.method) || names(&m.receiver),
+            Expr::Reference(r) => names(&r.expr),
+            Expr::Paren(p) => names(&p.expr),
+            Expr::Cast(c) => names(&c.expr),
+            _ => false,
+        }
+    }
+    fn layers(ident: &syn::Ident) -> bool {
+        ident
+            .to_string()
+            .to_lowercase()
+            .split('_')
+            .any(|w| matches!(w, "layer" | "layers"))
+    }
+    match iterable {
+        Expr::Range(r) => r.end.as_deref().is_some_and(names),
+        other => names(other),
+    }
+}
+
 /// Whether an iterated expression walks over parallel environments: a
 /// range up to their number (`0..NUM_ENVS`, `0..self.n_envs`,
 /// `0..envs.len()`) or the environments themselves (`envs.iter_mut()`,
