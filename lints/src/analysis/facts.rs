@@ -243,6 +243,12 @@ pub struct LoopFacts {
     /// function of the crate may define: a model only if that function is
     /// one (a tree search's `node.forward(..)` descends the tree).
     pub forward_named: bool,
+    /// Its body (not counting nested loops) calls a bare `step()` on a
+    /// value the crate's own type may be: an optimizer step, unless every
+    /// method it reaches is the crate's own in a file that never mentions
+    /// tch (a game or a search advancing itself: `loop { match
+    /// self.step() { .. } }`).
+    pub update_named: bool,
     /// It is driven by incoming requests (`recv()`, `incoming()`,
     /// `accept()`): each iteration answers one.
     pub request: bool,
@@ -373,6 +379,9 @@ pub struct FnFacts {
     /// model's forward pass that a function of the crate may define (see
     /// [`LoopFacts::forward_named`]).
     pub forward_named: bool,
+    /// Its body calls, outside any loop, a bare `step()` that may be the
+    /// crate's own (see [`LoopFacts::update_named`]).
+    pub update_named: bool,
     /// It hands results on to another thread: sends over a channel or
     /// wakes a queue's waiters.
     pub hands_on: bool,

@@ -705,6 +705,7 @@ impl<'a> Walker<'a> {
             update: false,
             forward: false,
             forward_named: false,
+            update_named: false,
             hands_on: false,
             compiled_out: matches!(cold, Some(Cold::Feature(_))),
         });

@@ -141,7 +141,10 @@ impl CrateIndex<'_> {
             .collect();
         for (file, info) in self.files.iter().enumerate() {
             for (f, function) in info.facts.functions.iter().enumerate() {
-                if function.update {
+                if function.update
+                    || (function.update_named
+                        && self.named_update_runs(file, None, f, &resolved[file]))
+                {
                     sets.update.insert((file, f));
                 }
                 if function.forward
@@ -173,6 +176,27 @@ impl CrateIndex<'_> {
                     .collect()
             })
             .collect();
+        // Whether each loop runs an update itself, its bare `step()` calls
+        // settled.
+        let updates: Vec<Vec<bool>> = self
+            .files
+            .iter()
+            .enumerate()
+            .map(|(file, info)| {
+                info.facts
+                    .loops
+                    .iter()
+                    .enumerate()
+                    .map(|(id, l)| {
+                        l.update
+                            || (l.update_named
+                                && l.function.is_none_or(|f| {
+                                    self.named_update_runs(file, Some(id), f, &resolved[file])
+                                }))
+                    })
+                    .collect()
+            })
+            .collect();
         let mut levels: Vec<Vec<LoopSteps>>;
         loop {
             levels = self
@@ -180,7 +204,12 @@ impl CrateIndex<'_> {
                 .iter()
                 .enumerate()
                 .map(|(file, info)| {
-                    self.loop_steps(info.facts, &resolved[file], &forwards[file], &sets)
+                    self.loop_steps(
+                        info.facts,
+                        &resolved[file],
+                        (&forwards[file], &updates[file]),
+                        &sets,
+                    )
                 })
                 .collect();
             let mut found = StepSets::default();
@@ -348,15 +377,14 @@ impl CrateIndex<'_> {
         &self,
         facts: &FileFacts,
         resolved: &[Vec<FnId>],
-        forwards: &[bool],
+        (forwards, updates): (&[bool], &[bool]),
         sets: &StepSets,
     ) -> Vec<LoopSteps> {
-        let mut steps: Vec<LoopSteps> = facts
-            .loops
+        let mut steps: Vec<LoopSteps> = forwards
             .iter()
-            .zip(forwards)
-            .map(|(l, &forward)| LoopSteps {
-                update: l.update,
+            .zip(updates)
+            .map(|(&forward, &update)| LoopSteps {
+                update,
                 forward,
                 ..LoopSteps::default()
             })
@@ -706,6 +734,34 @@ impl CrateIndex<'_> {
         function: usize,
         resolved: &[Vec<FnId>],
     ) -> bool {
+        self.named_call_runs(file, loop_id, function, resolved, is_forward)
+    }
+
+    /// Whether a bare `step()` of a loop (or of a function, outside its
+    /// loops) is an update: it reaches no crate function, or one in a file
+    /// that mentions tch. One that reaches only crate functions in files
+    /// that never mention tch advances a game or a search.
+    fn named_update_runs(
+        &self,
+        file: usize,
+        loop_id: Option<usize>,
+        function: usize,
+        resolved: &[Vec<FnId>],
+    ) -> bool {
+        self.named_call_runs(file, loop_id, function, resolved, |name| name == "step")
+    }
+
+    /// Whether a call named as `named` says of a loop (or of a function
+    /// outside its loops) reaches no crate function or one in a file that
+    /// mentions tch.
+    fn named_call_runs(
+        &self,
+        file: usize,
+        loop_id: Option<usize>,
+        function: usize,
+        resolved: &[Vec<FnId>],
+        named: impl Fn(&str) -> bool,
+    ) -> bool {
         let mut named = self.files[file]
             .facts
             .calls
@@ -714,7 +770,7 @@ impl CrateIndex<'_> {
             .filter(|(call, _)| {
                 call.context.loop_id == loop_id
                     && call.context.function == Some(function)
-                    && is_forward(call.callee.name())
+                    && named(call.callee.name())
             })
             .peekable();
         named.peek().is_none()

@@ -497,7 +497,11 @@ impl Walker<'_> {
             let may_be_crate = matches!(receiver, Val::Unknown | Val::Deferred(..))
                 && !TRANSPARENT.contains(&name.as_str())
                 && (!hit || matches!(receiver, Val::Deferred(..)));
-            self.mark_named_step(&name, may_be_crate);
+            if name == "step" && m.args.is_empty() && may_be_crate {
+                self.mark_named_update();
+            } else {
+                self.mark_named_step(&name, may_be_crate);
+            }
         }
         let mut arg_places: Vec<Place> = vec![receiver.place().unwrap_or_default()];
         arg_places.extend(args.iter().map(|a| a.place().unwrap_or_default()));

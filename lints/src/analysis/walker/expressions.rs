@@ -678,10 +678,11 @@ impl Walker<'_> {
             return;
         };
         let parent = facts.parent;
-        let (update, forward, forward_named) = (
+        let (update, forward, forward_named, update_named) = (
             std::mem::take(&mut facts.update),
             std::mem::take(&mut facts.forward),
             std::mem::take(&mut facts.forward_named),
+            std::mem::take(&mut facts.update_named),
         );
         for site in &mut self.facts.sites[sites..] {
             if site.context.loop_id == Some(id) {
@@ -698,10 +699,13 @@ impl Walker<'_> {
                 inner.parent = parent;
             }
         }
-        if let Some((outer_update, outer_forward, outer_named)) = self.step_marks(parent) {
+        if let Some((outer_update, outer_forward, outer_named, outer_update_named)) =
+            self.all_step_marks(parent)
+        {
             *outer_update |= update;
             *outer_forward |= forward;
             *outer_named |= forward_named;
+            *outer_update_named |= update_named;
         }
     }
 
@@ -836,16 +840,46 @@ impl Walker<'_> {
     /// by name) of a loop, or of the function being walked where `loop_id`
     /// is none: outside functions, none.
     fn step_marks(&mut self, loop_id: Option<usize>) -> Option<(&mut bool, &mut bool, &mut bool)> {
+        self.all_step_marks(loop_id)
+            .map(|(update, forward, forward_named, _)| (update, forward, forward_named))
+    }
+
+    /// [`Self::step_marks`] and the bare `step()` mark (see
+    /// [`LoopFacts::update_named`]).
+    fn all_step_marks(
+        &mut self,
+        loop_id: Option<usize>,
+    ) -> Option<(&mut bool, &mut bool, &mut bool, &mut bool)> {
         match (loop_id, self.fn_state.context.function) {
             (Some(id), _) => {
                 let l = &mut self.facts.loops[id];
-                Some((&mut l.update, &mut l.forward, &mut l.forward_named))
+                Some((
+                    &mut l.update,
+                    &mut l.forward,
+                    &mut l.forward_named,
+                    &mut l.update_named,
+                ))
             }
             (None, Some(f)) => {
                 let f = &mut self.facts.functions[f];
-                Some((&mut f.update, &mut f.forward, &mut f.forward_named))
+                Some((
+                    &mut f.update,
+                    &mut f.forward,
+                    &mut f.forward_named,
+                    &mut f.update_named,
+                ))
             }
             (None, None) => None,
+        }
+    }
+
+    /// A bare `x.step()` on a value the crate's own type may be: an
+    /// optimizer step, or a game's or a simulation's own step (`self.step()`
+    /// advancing a search to its next leaf), which the crate pass tells
+    /// apart by where the method it reaches lives.
+    pub(super) fn mark_named_update(&mut self) {
+        if let Some((_, _, _, named)) = self.all_step_marks(self.fn_state.context.loop_id) {
+            *named = true;
         }
     }
 
