@@ -498,9 +498,27 @@ pub(super) fn starts_with_request(body: &syn::Block) -> Option<RequestSource> {
             body.stmts
                 .iter()
                 .filter_map(evaluates)
-                .any(reads_a_line)
+                .any(|e| reads_a_line(e) || waits_for_a_key(e))
                 .then_some(RequestSource::Outside)
         })
+}
+
+/// Whether an expression waits for the user's next terminal event
+/// (`event::read()?`, `if event::poll(timeout)? { .. }` of crossterm): an
+/// interactive interface answers one key press per request.
+fn waits_for_a_key(expr: &Expr) -> bool {
+    match expr {
+        Expr::Call(c) => matches!(&*c.func, Expr::Path(p) if {
+            let names: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+            matches!(names.as_slice(), [.., event, op] if event == "event" && (op == "read" || op == "poll"))
+        }),
+        Expr::If(i) => waits_for_a_key(&i.cond),
+        Expr::Try(t) => waits_for_a_key(&t.expr),
+        Expr::Paren(p) => waits_for_a_key(&p.expr),
+        Expr::Let(l) => waits_for_a_key(&l.expr),
+        Expr::Match(m) => waits_for_a_key(&m.expr),
+        _ => false,
+    }
 }
 
 /// Whether an expression reads from standard input (`io::stdin().read_line(
