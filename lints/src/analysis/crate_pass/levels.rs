@@ -155,48 +155,32 @@ impl CrateIndex<'_> {
                 }
             }
         }
-        // Whether each loop runs a model itself, its calls by a forward
-        // pass's name settled.
-        let forwards: Vec<Vec<bool>> = self
-            .files
-            .iter()
-            .enumerate()
-            .map(|(file, info)| {
-                info.facts
-                    .loops
-                    .iter()
-                    .enumerate()
-                    .map(|(id, l)| {
-                        l.forward
-                            || (l.forward_named
+        // Whether each loop runs a model, and an update, itself: its calls
+        // by a forward pass's name, and its bare `step()` calls, settled.
+        let settled = |marks: fn(&crate::analysis::facts::LoopFacts) -> (bool, bool),
+                       named: fn(&str) -> bool|
+         -> Vec<Vec<bool>> {
+            self.files
+                .iter()
+                .enumerate()
+                .map(|(file, info)| {
+                    info.facts
+                        .loops
+                        .iter()
+                        .enumerate()
+                        .map(|(id, l)| {
+                            let (own, by_name) = marks(l);
+                            own || (by_name
                                 && l.function.is_none_or(|f| {
-                                    self.named_forward_runs(file, Some(id), f, &resolved[file])
+                                    self.named_call_runs(file, Some(id), f, &resolved[file], named)
                                 }))
-                    })
-                    .collect()
-            })
-            .collect();
-        // Whether each loop runs an update itself, its bare `step()` calls
-        // settled.
-        let updates: Vec<Vec<bool>> = self
-            .files
-            .iter()
-            .enumerate()
-            .map(|(file, info)| {
-                info.facts
-                    .loops
-                    .iter()
-                    .enumerate()
-                    .map(|(id, l)| {
-                        l.update
-                            || (l.update_named
-                                && l.function.is_none_or(|f| {
-                                    self.named_update_runs(file, Some(id), f, &resolved[file])
-                                }))
-                    })
-                    .collect()
-            })
-            .collect();
+                        })
+                        .collect()
+                })
+                .collect()
+        };
+        let forwards = settled(|l| (l.forward, l.forward_named), is_forward);
+        let updates = settled(|l| (l.update, l.update_named), is_bare_step);
         let mut levels: Vec<Vec<LoopSteps>>;
         loop {
             levels = self
@@ -560,6 +544,11 @@ impl CrateIndex<'_> {
 /// Whether a loop of steps is sequential rather than a walk over items: it
 /// repeats (`loop`, `while`, a range), hands a value on to its next pass
 /// (generation, a sampler's timesteps), or encloses such a loop.
+/// A call by the name of an optimizer's bare step, for [`CrateIndex::named_update_runs`].
+fn is_bare_step(name: &str) -> bool {
+    name == "step"
+}
+
 fn is_sequential(facts: &crate::analysis::facts::LoopFacts, encloses_sequence: bool) -> bool {
     facts.repeats || facts.feeds_back || facts.carries || encloses_sequence
 }
@@ -748,7 +737,7 @@ impl CrateIndex<'_> {
         function: usize,
         resolved: &[Vec<FnId>],
     ) -> bool {
-        self.named_call_runs(file, loop_id, function, resolved, |name| name == "step")
+        self.named_call_runs(file, loop_id, function, resolved, is_bare_step)
     }
 
     /// Whether a call named as `named` says of a loop (or of a function

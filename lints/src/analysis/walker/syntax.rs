@@ -81,28 +81,7 @@ pub(super) fn counts_components(iterable: &Expr) -> bool {
 /// layers themselves (`&self.layers`, `weights.layers.iter()`). A forward
 /// pass runs its layers one after another, each a step of its own.
 pub(super) fn counts_layers(iterable: &Expr) -> bool {
-    fn names(expr: &Expr) -> bool {
-        match expr {
-            Expr::Path(p) => p.path.segments.iter().any(|s| layers(&s.ident)),
-            Expr::Field(f) => matches!(&f.member, Member::Named(n) if layers(n)) || names(&f.base),
-            Expr::MethodCall(m) => layers(&m.method) || names(&m.receiver),
-            Expr::Reference(r) => names(&r.expr),
-            Expr::Paren(p) => names(&p.expr),
-            Expr::Cast(c) => names(&c.expr),
-            _ => false,
-        }
-    }
-    fn layers(ident: &syn::Ident) -> bool {
-        ident
-            .to_string()
-            .to_lowercase()
-            .split('_')
-            .any(|w| matches!(w, "layer" | "layers"))
-    }
-    match iterable {
-        Expr::Range(r) => r.end.as_deref().is_some_and(names),
-        other => names(other),
-    }
+    counts_named(iterable, &["layer", "layers"])
 }
 
 /// Whether an iterated expression walks over parallel environments: a
@@ -110,29 +89,36 @@ pub(super) fn counts_layers(iterable: &Expr) -> bool {
 /// `0..envs.len()`) or the environments themselves (`envs.iter_mut()`,
 /// `&mut self.envs`).
 pub(super) fn counts_environments(iterable: &Expr) -> bool {
-    fn names(expr: &Expr) -> bool {
-        match expr {
-            Expr::Path(p) => p.path.segments.iter().any(|s| environments(&s.ident)),
-            Expr::Field(f) => {
-                matches!(&f.member, Member::Named(n) if environments(n)) || names(&f.base)
-            }
-            Expr::MethodCall(m) => environments(&m.method) || names(&m.receiver),
-            Expr::Reference(r) => names(&r.expr),
-            Expr::Paren(p) => names(&p.expr),
-            Expr::Cast(c) => names(&c.expr),
-            _ => false,
-        }
-    }
-    fn environments(ident: &syn::Ident) -> bool {
+    counts_named(iterable, &["env", "envs", "environments"])
+}
+
+/// Whether an iterated expression is a range up to a number, or a
+/// collection, named by one of `words` (a `_`-separated part of a path
+/// segment, field or method name, in any case).
+fn counts_named(iterable: &Expr, words: &[&str]) -> bool {
+    let named = |ident: &syn::Ident| {
         ident
             .to_string()
             .to_lowercase()
             .split('_')
-            .any(|w| matches!(w, "env" | "envs" | "environments"))
+            .any(|w| words.contains(&w))
+    };
+    fn names(expr: &Expr, named: &dyn Fn(&syn::Ident) -> bool) -> bool {
+        match expr {
+            Expr::Path(p) => p.path.segments.iter().any(|s| named(&s.ident)),
+            Expr::Field(f) => {
+                matches!(&f.member, Member::Named(n) if named(n)) || names(&f.base, named)
+            }
+            Expr::MethodCall(m) => named(&m.method) || names(&m.receiver, named),
+            Expr::Reference(r) => names(&r.expr, named),
+            Expr::Paren(p) => names(&p.expr, named),
+            Expr::Cast(c) => names(&c.expr, named),
+            _ => false,
+        }
     }
     match iterable {
-        Expr::Range(r) => r.end.as_deref().is_some_and(names),
-        other => names(other),
+        Expr::Range(r) => r.end.as_deref().is_some_and(|end| names(end, &named)),
+        other => names(other, &named),
     }
 }
 
