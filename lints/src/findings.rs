@@ -327,6 +327,32 @@ fn workspace_findings(
             ));
         }
         for call in &facts.calls {
+            // A call in a short loop fixed in the source that runs no step
+            // (`for lr in [a, b, c]` trying a few settings) counts in the
+            // loop around it, as a read there does, unless its reads take
+            // one element at a time.
+            let lifted;
+            let call = match call
+                .context
+                .loop_id
+                .and_then(|l| lifted_from(l, facts, file, &levels))
+            {
+                Some(outer)
+                    if index
+                        .chain_through(&summary.syncs, file, call, &index.callees(file, call))
+                        .is_some_and(|chain| chain.fix != Fix::Element) =>
+                {
+                    lifted = CallSite {
+                        context: Context {
+                            loop_id: outer,
+                            ..call.context.clone()
+                        },
+                        ..call.clone()
+                    };
+                    &lifted
+                }
+                _ => call,
+            };
             if call.context.loop_id.is_none() {
                 reads.extend(hot_call_read(
                     index,
@@ -655,20 +681,19 @@ fn lifted_loop(
     if site.hit.fix == Fix::Element || !site.varies {
         return None;
     }
-    let mut current = site.context.loop_id?;
-    let mut lifted = false;
-    loop {
-        let facts_of = &facts.loops[current];
-        let level = levels.get(file, current);
-        if !facts_of.fixed || level.runs_steps || level.per_epoch.is_some() {
-            return lifted.then_some(Some(current));
-        }
-        lifted = true;
-        match facts_of.parent {
-            Some(parent) => current = parent,
-            None => return Some(None),
-        }
-    }
+    lifted_from(site.context.loop_id?, facts, file, levels)
+}
+
+/// The loop around the fixed, stepless loops a read or call sits in
+/// (`Some(None)` where none is), or `None` where its own loop counts.
+fn lifted_from(
+    loop_id: usize,
+    facts: &FileFacts,
+    file: usize,
+    levels: &LoopLevels,
+) -> Option<Option<usize>> {
+    let counting = levels.counting_loop(&facts.loops, file, loop_id);
+    (counting != Some(loop_id)).then_some(counting)
 }
 
 /// Decides a read's severity and the note that says why, or drops it

@@ -114,6 +114,26 @@ impl LoopLevels {
     pub(crate) fn get(&self, file: usize, loop_id: usize) -> LoopLevel {
         self.levels[file][loop_id]
     }
+
+    /// The loop what sits in `loop_id` counts in: that loop, or, where it
+    /// runs a few times fixed in the source (`for lr in [a, b, c]`, `for i
+    /// in 0..4`) and runs no step nor is the once-per-epoch level, the
+    /// first loop around it that is not such a loop (`None`: none is).
+    pub(crate) fn counting_loop(
+        &self,
+        loops: &[crate::analysis::facts::LoopFacts],
+        file: usize,
+        loop_id: usize,
+    ) -> Option<usize> {
+        let mut current = loop_id;
+        loop {
+            let level = self.get(file, current);
+            if !loops[current].fixed || level.runs_steps || level.per_epoch.is_some() {
+                return Some(current);
+            }
+            current = loops[current].parent?;
+        }
+    }
 }
 
 impl CrateIndex<'_> {
@@ -617,7 +637,13 @@ impl CrateIndex<'_> {
                 if skip((file, function)) || self.written_copy(summary, file, call) {
                     continue;
                 }
-                let Some(loop_id) = call.context.loop_id else {
+                // A call in a short loop fixed in the source that runs no
+                // step counts in the loop around it, or outside loops.
+                let Some(loop_id) = call
+                    .context
+                    .loop_id
+                    .and_then(|l| levels.counting_loop(&info.facts.loops, file, l))
+                else {
                     top_level_calls
                         .entry((file, function))
                         .or_default()
