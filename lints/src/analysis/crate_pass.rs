@@ -990,6 +990,11 @@ impl<'a> CrateIndex<'a> {
                 match (self.resolve_within(base, from, depth + 1), index) {
                     // `t.get(i)` and `t[i]` of a tensor are tensors.
                     (Some(TyKind::Tensors | TyKind::Tensor), None) => Some(TyKind::Tensor),
+                    // A value taken for a tensor destructured as a tuple (a
+                    // model's `forward` whose signature is not seen, a
+                    // tensor method returning several): its parts are
+                    // tensors.
+                    (Some(TyKind::Tensor), Some(_)) => Some(TyKind::Tensor),
                     (Some(TyKind::Collection(element)), None) => Some(*element),
                     // `map[&key]`.
                     (Some(TyKind::Map(value)), None) => Some(*value),

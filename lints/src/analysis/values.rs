@@ -534,6 +534,16 @@ pub(crate) enum Gate {
 pub(crate) fn gate(subject: &Val, need: Need, mentions_tch: bool, method: Option<&str>) -> Gate {
     match subject {
         Val::Tensor(facts) if facts.place.is_cpu() => Gate::Skip,
+        // What a crate model's `forward` returns: a tensor unless its
+        // signature says otherwise.
+        Val::Tensor(TensorFacts {
+            forward_of: Some(forward),
+            ..
+        }) => Gate::Report(Some(Requirement {
+            ty: (**forward).clone(),
+            strict: true,
+            method: method.map(str::to_owned),
+        })),
         Val::Tensor(_) => Gate::Report(None),
         Val::Deferred(_, Place::Cpu) => Gate::Skip,
         Val::Deferred(ty, _) => Gate::Report(Some(Requirement {

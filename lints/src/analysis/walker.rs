@@ -976,6 +976,19 @@ impl<'a> Walker<'a> {
                             },
                             place.clone(),
                         ),
+                        // A crate model's `forward` destructured as a
+                        // tuple: each part is what its signature says.
+                        Val::Tensor(TensorFacts {
+                            forward_of: Some(forward),
+                            place,
+                            ..
+                        }) if !has_rest => Val::Deferred(
+                            TypeRef::Part {
+                                base: forward.clone(),
+                                index: Some(i),
+                            },
+                            place.clone(),
+                        ),
                         // A tensor method destructured as a tuple (`topk`,
                         // `sort`, `max_dim`) returns tensors.
                         Val::Tensor(facts) => Val::tensor_at(facts.place.clone()),
