@@ -386,8 +386,9 @@ fn workspace_findings(
             let level = call.context.loop_id.map(|l| levels.get(file, l));
             let generation = level.is_some_and(|l| l.generation);
             let acts = level.is_some_and(|l| l.acts);
+            let walk_step = level.is_some_and(|l| l.walk_step);
             read.less_often = match (&chain.epoch, &chain.looped) {
-                (Some(function), None) if !generation && !acts => Some(format!(
+                (Some(function), None) if !generation && !acts && !walk_step => Some(format!(
                     "`{function}` runs a loop of steps of its own and reads outside it, once per call: the call is the once-per-epoch level"
                 )),
                 (Some(function), None) if generation => {
@@ -396,9 +397,15 @@ fn workspace_findings(
                     ));
                     None
                 }
-                (Some(function), None) => {
+                (Some(function), None) if acts => {
                     read.notes.push(format!(
                         "`{function}` runs a loop of its own, but this loop runs a model and steps an environment with its answer: each iteration is one environment step"
+                    ));
+                    None
+                }
+                (Some(function), None) => {
+                    read.notes.push(format!(
+                        "`{function}` walks items through a model, but this loop repeats around it: each iteration is one step"
                     ));
                     None
                 }

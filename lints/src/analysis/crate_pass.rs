@@ -1462,8 +1462,12 @@ impl<'a> CrateIndex<'a> {
         let epochs = levels.map_or(&no_epochs, |l| &l.epochs);
         // A loop that runs steps (or sits in one), unlike a loop over a
         // tensor's items.
-        let runs_steps =
-            |file: usize, loop_id: usize| levels.is_some_and(|l| !l.get(file, loop_id).stepless);
+        let runs_steps = |file: usize, loop_id: usize| {
+            levels.is_some_and(|l| {
+                let level = l.get(file, loop_id);
+                !level.stepless && !level.walks_items
+            })
+        };
         // A loop over a model's layers is the per-layer forward passes: a
         // call whose reads run in one is judged there, not where the whole
         // forward is called.

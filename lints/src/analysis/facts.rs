@@ -290,6 +290,10 @@ pub struct LoopFacts {
     /// `for layer in &self.layers`): per-layer forward passes, where a
     /// read is judged, rather than at a call of the whole forward.
     pub over_layers: bool,
+    /// It walks a collection its function was handed (`for state in
+    /// states.iter()` over a parameter, `states.iter().map(..)`): the items
+    /// one call brings, not a loader or a range of its own.
+    pub over_inputs: bool,
     /// It steps an environment itself: a `step` given the action
     /// (`env.step(action)`), where an optimizer's `step()` takes none.
     pub steps_environment: bool,

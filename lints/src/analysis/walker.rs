@@ -249,6 +249,8 @@ struct FnState {
     /// a VarStore built on the CPU first, and the modules built from it,
     /// end up on that device.
     set_on_device: Vec<String>,
+    /// The function's parameters bound to a plain name (not `self`).
+    inputs: Vec<String>,
     /// Locals holding a lock's guard (`let mut q = shared.queue.lock()
     /// .unwrap()`): a push into one hands work to another thread.
     locked: Vec<String>,
@@ -747,6 +749,9 @@ impl<'a> Walker<'a> {
                 FnArg::Typed(pt) => {
                     let value = kind_val(&self.classify(&pt.ty), place);
                     self.bind_pat(&pt.pat, value);
+                    if let Pat::Ident(p) = &*pt.pat {
+                        self.fn_state.inputs.push(p.ident.to_string());
+                    }
                     if let (Pat::Ident(p), true) = (&*pt.pat, is_connection(&pt.ty)) {
                         self.fn_state.sockets.push(p.ident.to_string());
                     }

@@ -28,6 +28,15 @@ pub(crate) struct LoopLevel {
     /// calls runs once per step, whatever loop of gradient steps that
     /// update holds.
     pub acts: bool,
+    /// It walks the items of a collection through a model, one by one,
+    /// and runs no update (scoring each candidate move, each leaf of a
+    /// search's wave): a loop over one step's items, not over steps.
+    pub walks_items: bool,
+    /// It repeats (`loop`, `while`, a range) around calls that only walk
+    /// items through a model (a game's turns, each scoring its candidate
+    /// moves): each iteration is one step, so a function it calls runs
+    /// once per step even where that function walks items of its own.
+    pub walk_step: bool,
 }
 
 /// What one loop does, as far as steps go, directly or through calls.
@@ -346,10 +355,37 @@ impl CrateIndex<'_> {
                         // gradient steps the update it also calls runs.
                         let acts =
                             facts.steps_environment && steps.forward && !facts.over_environments;
+                        // A loop walking the items of a collection its
+                        // function was handed through a model, each on its
+                        // own: the items of one step.
+                        // Not a loop of a model's own `forward`: its
+                        // loops are parts of one pass.
+                        let in_forward = facts
+                            .function
+                            .is_some_and(|f| is_forward(&self.function((file, f)).name));
+                        let walks_items = facts.over_inputs
+                            && steps.forward
+                            && !steps.update
+                            && steps.encloses.is_none()
+                            && !facts.repeats
+                            && !facts.feeds_back
+                            && !facts.over_components
+                            && !facts.over_layers
+                            && !in_forward;
+                        // A loop that repeats around calls that only walk
+                        // items through a model is one step per pass.
+                        let walk_step = (facts.repeats || facts.feeds_back)
+                            && steps.encloses.is_some()
+                            && !steps.update
+                            && !steps.encloses_update
+                            && !steps.encloses_sequence
+                            && !steps.encloses_repeating
+                            && !facts.over_components;
                         let step_loop = (steps.update && !steps.encloses_repeating)
                             || generation
                             || forward_step
-                            || acts;
+                            || acts
+                            || walk_step;
                         let stage = facts.from_channel
                             && carries_tensors
                             && (facts.sends || hands_on[file][id]);
@@ -367,6 +403,8 @@ impl CrateIndex<'_> {
                             runs_steps: runs_update || runs_forward,
                             generation,
                             acts,
+                            walks_items,
+                            walk_step,
                         });
                     }
                     out
@@ -668,7 +706,7 @@ impl CrateIndex<'_> {
                         .push(call);
                     continue;
                 }
-                let one_step = level.generation || level.acts;
+                let one_step = level.generation || level.acts || level.walk_step;
                 for callee in self.runs_per_call_in(file, call, levels, one_step) {
                     if hot.contains_key(&callee) {
                         continue;

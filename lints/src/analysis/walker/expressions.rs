@@ -8,7 +8,7 @@ use syntax::{
     flushes_a_buffer, hands_back_an_error, is_last_step, is_none_pattern, is_one_iteration,
     is_periodic, is_range, is_self_field_collection, moved_to_device, moves_its_input,
     pattern_names, resets_a_mark, runs_a_model, runs_an_update, self_fields, starts_with_request,
-    walks_parameters, walks_texts, RequestSource,
+    walks_inputs, walks_parameters, walks_texts, RequestSource,
 };
 
 impl Walker<'_> {
@@ -564,6 +564,9 @@ impl Walker<'_> {
         if fixed_count(&f.expr, &self.fn_state.lists) {
             self.mark_loop(|l| l.fixed = true);
         }
+        if walks_inputs(&f.expr, &self.fn_state.inputs) {
+            self.mark_loop(|l| l.over_inputs = true);
+        }
         if walks_texts(&f.expr, &self.fn_state.lists) {
             self.mark_loop(|l| l.listed = true);
         }
@@ -944,6 +947,9 @@ impl Walker<'_> {
         }
         if walks_parameters(receiver) {
             self.mark_loop(|l| l.over_parameters = true);
+        }
+        if walks_inputs(receiver, &self.fn_state.inputs) {
+            self.mark_loop(|l| l.over_inputs = true);
         }
         if fixed {
             self.mark_loop(|l| l.fixed = true);

@@ -227,6 +227,27 @@ pub(super) fn root_ident(expr: &Expr) -> Option<String> {
     }
 }
 
+/// Whether an iterable walks a collection the function was handed, one of
+/// its `inputs` (`states`, `&states`, `states.iter()`, `states.iter()
+/// .enumerate()`), rather than a loader, a range or a field.
+pub(super) fn walks_inputs(iterable: &Expr, inputs: &[String]) -> bool {
+    match iterable {
+        Expr::Path(p) => p
+            .path
+            .get_ident()
+            .is_some_and(|i| inputs.iter().any(|name| i == name)),
+        Expr::Reference(r) => walks_inputs(&r.expr, inputs),
+        Expr::Paren(p) => walks_inputs(&p.expr, inputs),
+        Expr::MethodCall(m) => {
+            matches!(
+                m.method.to_string().as_str(),
+                "iter" | "into_iter" | "iter_mut" | "enumerate" | "copied" | "cloned" | "par_iter"
+            ) && walks_inputs(&m.receiver, inputs)
+        }
+        _ => false,
+    }
+}
+
 pub(super) fn strip_references(expr: &Expr) -> &Expr {
     match expr {
         Expr::Reference(r) => strip_references(&r.expr),
