@@ -1549,6 +1549,14 @@ impl<'a> CrateIndex<'a> {
                     continue;
                 }
                 let layers = call.context.loop_id.is_some_and(|l| per_layer(*file, l));
+                // A loop that runs until a condition holds (`while`,
+                // `loop`) calling a function that computes and reads anew
+                // each time (a sliding window's correlation, a solver's
+                // iterations) repeats steps of its own, whatever model it
+                // runs.
+                let repeats_calls = |l: usize| {
+                    chain.fix != Fix::Element && self.files[*file].facts.loops[l].open_ended
+                };
                 let (looped, looped_steps) = match &chain.looped {
                     Some(_) if chain.looped_steps || !layers => {
                         (chain.looped.clone(), chain.looped_steps)
@@ -1557,9 +1565,9 @@ impl<'a> CrateIndex<'a> {
                         call.context
                             .loop_id
                             .map(|_| self.function(*caller).display_name()),
-                        call.context
-                            .loop_id
-                            .is_some_and(|l| runs_steps(*file, l) || per_layer(*file, l)),
+                        call.context.loop_id.is_some_and(|l| {
+                            runs_steps(*file, l) || per_layer(*file, l) || repeats_calls(l)
+                        }),
                     ),
                 };
                 changed |= offer(

@@ -267,6 +267,10 @@ pub struct LoopFacts {
     /// an episode of environment steps), where a loop over a collection
     /// walks over data or over parts of one step (layers, heads).
     pub repeats: bool,
+    /// It is a `loop` or a `while`: it runs until a condition holds, not
+    /// over a count or a collection (a sliding window's positions, a
+    /// search until its budget is spent).
+    pub open_ended: bool,
     /// It walks over a collection held in a field of `self` (`for layer in
     /// &self.layers`, `self.heads.iter().map(..)`): the parts of one model,
     /// so a model run in it is one forward pass, not a loop of steps.

@@ -144,7 +144,10 @@ impl Walker<'_> {
             Expr::Loop(l) => {
                 let saved = self.enter_loop(true, l.loop_token.span.start().line);
                 self.fn_state.moved_in_loops.push(moved_to_device(&l.body));
-                self.mark_loop(|l| l.repeats = true);
+                self.mark_loop(|l| {
+                    l.repeats = true;
+                    l.open_ended = true;
+                });
                 if let Some(source) = starts_with_request(&l.body) {
                     self.mark_loop(|l| {
                         l.request = true;
@@ -217,7 +220,10 @@ impl Walker<'_> {
             Expr::Unsafe(u) => self.block(&u.block),
             Expr::While(w) => {
                 let saved = self.enter_loop(true, w.while_token.span.start().line);
-                self.mark_loop(|l| l.repeats = true);
+                self.mark_loop(|l| {
+                    l.repeats = true;
+                    l.open_ended = true;
+                });
                 let source = drives_requests(&w.cond).or_else(|| {
                     self.reads_a_client(&w.cond)
                         .then_some(RequestSource::Outside)
