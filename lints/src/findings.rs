@@ -497,6 +497,14 @@ fn hot_call_read<'h>(
 /// naming the function that loop calls where it is another one.
 fn runs_per_step(index: &CrateIndex<'_>, function: FnId, hot_call: &HotCall, at: &str) -> String {
     let name = index.function(function).display_name();
+    if hot_call.frame {
+        let callback = index.function(hot_call.callee).display_name();
+        return if function == hot_call.callee {
+            format!("`{name}` runs once per frame: the framework calls it on every frame ({at})")
+        } else {
+            format!("`{name}` runs once per frame, through `{callback}`, which the framework calls on every frame ({at})")
+        };
+    }
     if function == hot_call.callee {
         format!("`{name}` runs on every iteration of the loop at {at}")
     } else {

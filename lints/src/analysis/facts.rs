@@ -396,6 +396,10 @@ pub struct FnFacts {
     /// It sits under a cargo feature the default build leaves off (an
     /// `impl` for another backend): no call of the default build reaches it.
     pub compiled_out: bool,
+    /// A framework runs it once per frame: a game or GUI framework's
+    /// per-frame method (`update` or `draw` of an `eframe::App` or a
+    /// ggez `EventHandler`). The line to point at.
+    pub frame: Option<usize>,
 }
 
 impl FileFacts {
@@ -519,6 +523,11 @@ pub struct FileFacts {
     /// What the file sends over channels, as far as tensors go: `Tensor`,
     /// `Tensors`, or the named struct sent (`WorkItem { logits, .. }`).
     pub sent: Vec<TyKind>,
+    /// Functions the file hands a framework to run once per frame, by name
+    /// and the line of the registration: a bevy system added outside the
+    /// start-up schedules (`add_systems(Update, (act, learn))`), a notan
+    /// app's `.update(update)` and `.draw(draw)`.
+    pub frame_callbacks: Vec<(String, usize)>,
     /// `use` declarations.
     pub uses: Vec<UseFacts>,
     /// Traits.

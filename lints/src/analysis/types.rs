@@ -42,7 +42,9 @@ pub(crate) fn classify_in(
                     collection(first_generic(&last.arguments).map_or(TyKind::Other, again))
                 }
                 "Option" | "Result" | "Box" | "Rc" | "Arc" | "RefCell" | "Cell" | "Mutex"
-                | "RwLock" | "Cow" | "MutexGuard" | "Ref" | "RefMut" | "Fallible" => {
+                | "RwLock" | "Cow" | "MutexGuard" | "Ref" | "RefMut" | "Fallible"
+                // A bevy system's resources deref to the resource.
+                | "Res" | "ResMut" | "NonSend" | "NonSendMut" => {
                     first_generic(&last.arguments).map_or(TyKind::Other, again)
                 }
                 "HashMap" | "BTreeMap" | "IndexMap" | "FxHashMap" | "AHashMap" => {

@@ -341,6 +341,9 @@ pub(crate) struct Walker<'a> {
     /// The type arguments of the impl being walked (`Agent` in `impl
     /// Robot<Agent>`), classified; empty outside impls or where none says more.
     impl_args: Vec<TyKind>,
+    /// The impl being walked is of a framework's per-frame trait
+    /// (`eframe::App`, ggez's `EventHandler`).
+    frame_trait: bool,
 }
 
 impl<'a> Walker<'a> {
@@ -371,6 +374,7 @@ impl<'a> Walker<'a> {
             too_deep: false,
             last_try_into: None,
             impl_args: Vec::new(),
+            frame_trait: false,
         }
     }
 
@@ -454,6 +458,10 @@ impl<'a> Walker<'a> {
                     .as_ref()
                     .and_then(|(_, path, _)| path.segments.last())
                     .map(|s| s.ident.to_string());
+                w.frame_trait = imp
+                    .trait_
+                    .as_ref()
+                    .is_some_and(|(_, path, _)| is_frame_trait(path));
                 let impl_generics = generic_bounds(&imp.generics);
                 // A const parameter written as an argument (`N` in
                 // `impl<const N: usize> Player<N, Net>`) parses as a type;
@@ -494,6 +502,7 @@ impl<'a> Walker<'a> {
                     }
                 }
                 w.impl_args.clear();
+                w.frame_trait = false;
             }),
             Item::Trait(t) => self.with_item_cold(&t.attrs, |w| {
                 w.facts.traits.push(TraitFacts {
@@ -710,6 +719,10 @@ impl<'a> Walker<'a> {
             update_named: false,
             hands_on: false,
             compiled_out: matches!(cold, Some(Cold::Feature(_))),
+            frame: (self.frame_trait
+                && sig.receiver().is_some()
+                && matches!(sig.ident.to_string().as_str(), "update" | "draw"))
+            .then_some(loc.line),
         });
         self.next_statement += 1;
         self.fn_state = FnState {
@@ -2220,4 +2233,15 @@ fn ivalue_part(path: &syn::Path, value: &Val) -> Option<Val> {
         "TensorList" | "Tuple" | "GenericList" => Val::Tensors { place, mask: false },
         _ => Val::Other,
     })
+}
+
+/// Whether an impl's trait is a framework's per-frame one: `eframe::App`
+/// (egui's app, whose `update` runs every frame) or ggez's `EventHandler`.
+fn is_frame_trait(path: &syn::Path) -> bool {
+    let names: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+    match names.as_slice() {
+        [.., last] if last == "EventHandler" => true,
+        [.., framework, last] if last == "App" => framework == "eframe",
+        _ => false,
+    }
 }

@@ -629,6 +629,9 @@ pub(crate) struct HotCall {
     /// holding a loop of its own still runs once per its step, and so does
     /// what it calls.
     pub generation: bool,
+    /// A framework runs the function once per frame (`loop_line` is where
+    /// it is registered, or its own line): no loop of the crate's.
+    pub frame: bool,
 }
 
 impl CrateIndex<'_> {
@@ -720,11 +723,31 @@ impl CrateIndex<'_> {
                             caller: (file, function),
                             args: args_of(call),
                             generation: one_step,
+                            frame: false,
                         },
                     );
                     pending.push(callee);
                 }
             }
+        }
+        // Functions a framework runs once per frame: each frame is a step.
+        for (id, line) in self.frame_functions() {
+            if skip(id) || hot.contains_key(&id) {
+                continue;
+            }
+            hot.insert(
+                id,
+                HotCall {
+                    file: line.0,
+                    loop_line: line.1,
+                    callee: id,
+                    caller: id,
+                    args: Vec::new(),
+                    generation: true,
+                    frame: true,
+                },
+            );
+            pending.push(id);
         }
         while let Some(function) = pending.pop() {
             let origin = hot[&function].clone();
@@ -753,6 +776,31 @@ impl CrateIndex<'_> {
 }
 
 impl CrateIndex<'_> {
+    /// The functions a framework runs once per frame, each with the place
+    /// (file, line) that says so: per-frame methods of a framework's trait,
+    /// and the free functions a file registers as per-frame callbacks.
+    fn frame_functions(&self) -> Vec<(FnId, (usize, usize))> {
+        let mut out = Vec::new();
+        for (file, info) in self.files.iter().enumerate() {
+            for (f, function) in info.facts.functions.iter().enumerate() {
+                if let Some(line) = function.frame {
+                    out.push(((file, f), (file, line)));
+                }
+            }
+            for (name, line) in &info.facts.frame_callbacks {
+                let free = self.closest(
+                    Some(info.unit),
+                    self.named(name)
+                        .filter(|&id| self.function(id).owner.is_none()),
+                );
+                if let [id] = free.as_slice() {
+                    out.push((*id, (file, *line)));
+                }
+            }
+        }
+        out
+    }
+
     /// The functions a call runs: the one it resolves to, or, through a
     /// trait, each impl it can reach (whichever runs, runs on every call);
     /// none when candidates found by name leave it open.

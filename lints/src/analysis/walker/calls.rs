@@ -349,6 +349,10 @@ impl Walker<'_> {
     }
 
     pub(super) fn method_call(&mut self, m: &ExprMethodCall) -> Val {
+        let line = m.method.span().start().line;
+        for callback in super::syntax::frame_registrations(m) {
+            self.facts.frame_callbacks.push((callback, line));
+        }
         let receiver = self.expr(&m.receiver);
         let name = m.method.to_string();
         let adapter = self.adapter_params(&name, &receiver, &m.args);

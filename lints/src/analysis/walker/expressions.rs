@@ -3,12 +3,12 @@
 
 use super::*;
 use syntax::{
-    asks_a_schedule, breaks_at_once, builds_an_error, counts_components, counts_environments,
-    counts_layers, diverges, drives_requests, driving_tensor_iter, expr_diverges, fixed_count,
-    flushes_a_buffer, hands_back_an_error, is_last_step, is_none_pattern, is_one_iteration,
-    is_periodic, is_range, is_self_field_collection, moved_to_device, moves_its_input,
-    pattern_names, resets_a_mark, runs_a_model, runs_an_update, self_fields, starts_with_request,
-    walks_inputs, walks_parameters, walks_texts, RequestSource,
+    asks_a_schedule, asks_for_user_input, breaks_at_once, builds_an_error, counts_components,
+    counts_environments, counts_layers, diverges, drives_requests, driving_tensor_iter,
+    expr_diverges, fixed_count, flushes_a_buffer, hands_back_an_error, is_last_step,
+    is_none_pattern, is_one_iteration, is_periodic, is_range, is_self_field_collection,
+    moved_to_device, moves_its_input, pattern_names, resets_a_mark, runs_a_model, runs_an_update,
+    self_fields, starts_with_request, walks_inputs, walks_parameters, walks_texts, RequestSource,
 };
 
 impl Walker<'_> {
@@ -439,7 +439,10 @@ impl Walker<'_> {
             .loop_id
             .and_then(|id| self.facts.loops[id].counter.as_deref());
         let once = counter.is_some_and(|counter| is_one_iteration(&i.cond, counter));
-        let guard = (periodic || once || is_last_step(&i.cond) || ran_out)
+        // A branch taken when the user clicks or presses a key runs once
+        // per user event.
+        let user_event = asks_for_user_input(&i.cond);
+        let guard = (periodic || once || is_last_step(&i.cond) || ran_out || user_event)
             .then(|| self.source_of(&*i.cond));
         let saved = self.fn_state.context.periodic.clone();
         if guard.is_some() {

@@ -1408,3 +1408,91 @@ mod tests {
         assert!(!counts("0..steps"));
     }
 }
+
+/// The functions a method call hands a framework to run once per frame,
+/// by name: the systems of bevy's `add_systems(Update, (act, learn.after(
+/// act)))` or `add_system(act)` (not a start-up schedule's), and a notan
+/// app's `.update(update)` or `.draw(draw)` on the builder `init_with` or
+/// `init` starts.
+pub(super) fn frame_registrations(m: &ExprMethodCall) -> Vec<String> {
+    fn functions(expr: &Expr, out: &mut Vec<String>) {
+        match expr {
+            Expr::Path(p) if p.qself.is_none() => {
+                if let Some(last) = p.path.segments.last() {
+                    out.push(last.ident.to_string());
+                }
+            }
+            Expr::Tuple(t) => t.elems.iter().for_each(|e| functions(e, out)),
+            Expr::Paren(p) => functions(&p.expr, out),
+            // `learn.after(act)`, `act.run_if(ready)`, `(a, b).chain()`.
+            Expr::MethodCall(m) => functions(&m.receiver, out),
+            _ => {}
+        }
+    }
+    fn starts_an_app(expr: &Expr) -> bool {
+        match expr {
+            Expr::Call(c) => matches!(&*c.func, Expr::Path(p)
+                if p.path.segments.last().is_some_and(|s| s.ident == "init_with" || s.ident == "init")),
+            Expr::MethodCall(m) => starts_an_app(&m.receiver),
+            _ => false,
+        }
+    }
+    let name = m.method.to_string();
+    let mut out = Vec::new();
+    match name.as_str() {
+        "add_system" | "add_systems" => {
+            let startup = m.args.len() == 2
+                && matches!(m.args.first(), Some(Expr::Path(p))
+                    if p.path.segments.last().is_some_and(|s| s.ident.to_string().contains("Startup")));
+            if !startup {
+                if let Some(systems) = m.args.last() {
+                    functions(systems, &mut out);
+                }
+            }
+        }
+        "update" | "draw" if m.args.len() == 1 && starts_an_app(&m.receiver) => {
+            if let Some(Expr::Path(p)) = m.args.first() {
+                if let Some(ident) = p.path.get_ident() {
+                    out.push(ident.to_string());
+                }
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+/// Whether a condition asks whether the user just acted: a click, a key or
+/// a mouse button pressed (`ui.button("Run").clicked()`, `app.mouse
+/// .was_pressed(..)`, `is_key_pressed(KeyCode::Space)`): its branch runs
+/// once per user event, not on every frame.
+pub(super) fn asks_for_user_input(cond: &Expr) -> bool {
+    const EVENTS: &[&str] = &[
+        "clicked",
+        "double_clicked",
+        "secondary_clicked",
+        "was_pressed",
+        "was_released",
+        "just_pressed",
+        "just_released",
+        "is_key_pressed",
+        "is_key_released",
+        "is_mouse_button_pressed",
+        "key_pressed",
+        "mouse_pressed",
+    ];
+    match cond {
+        Expr::MethodCall(m) => {
+            EVENTS.contains(&m.method.to_string().as_str()) || asks_for_user_input(&m.receiver)
+        }
+        Expr::Call(c) => {
+            matches!(&*c.func, Expr::Path(p)
+                if p.path.segments.last().is_some_and(|s| EVENTS.contains(&s.ident.to_string().as_str())))
+        }
+        Expr::Binary(b) => asks_for_user_input(&b.left) || asks_for_user_input(&b.right),
+        Expr::Unary(u) => asks_for_user_input(&u.expr),
+        Expr::Paren(p) => asks_for_user_input(&p.expr),
+        Expr::Let(l) => asks_for_user_input(&l.expr),
+        _ => false,
+    }
+}
