@@ -1392,23 +1392,6 @@ pub(crate) fn wrapped_tail<'a>(ty: &'a Type, tail: &'a Expr) -> Option<(&'a Type
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_range_counts_parts_by_their_name_not_by_a_size_named_after_them() {
-        let counts = |source: &str| counts_components(&syn::parse_str(source).unwrap());
-        assert!(counts("0..self.n_layers"));
-        assert!(counts("0..cfg.n_layer"));
-        assert!(counts("(0..config.num_hidden_layers).rev()"));
-        assert!(counts("0..self.n_heads"));
-        assert!(!counts("0..self.block_size"));
-        assert!(!counts("0..max_len"));
-        assert!(!counts("0..steps"));
-    }
-}
-
 /// The functions a method call hands a framework to run once per frame,
 /// by name: the systems of bevy's `add_systems(Update, (act, learn.after(
 /// act)))` or `add_system(act)` (not a start-up schedule's), and a notan
@@ -1494,5 +1477,22 @@ pub(super) fn asks_for_user_input(cond: &Expr) -> bool {
         Expr::Paren(p) => asks_for_user_input(&p.expr),
         Expr::Let(l) => asks_for_user_input(&l.expr),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_range_counts_parts_by_their_name_not_by_a_size_named_after_them() {
+        let counts = |source: &str| counts_components(&syn::parse_str(source).unwrap());
+        assert!(counts("0..self.n_layers"));
+        assert!(counts("0..cfg.n_layer"));
+        assert!(counts("(0..config.num_hidden_layers).rev()"));
+        assert!(counts("0..self.n_heads"));
+        assert!(!counts("0..self.block_size"));
+        assert!(!counts("0..max_len"));
+        assert!(!counts("0..steps"));
     }
 }
