@@ -275,10 +275,7 @@ fn workspace_findings(
             let site = match lifted_loop(site, facts, file, &levels) {
                 Some(outer) => {
                     lifted = Site {
-                        context: Context {
-                            loop_id: outer,
-                            ..site.context.clone()
-                        },
+                        context: site.context.in_loop(outer),
                         ..site.clone()
                     };
                     &lifted
@@ -343,10 +340,7 @@ fn workspace_findings(
                         .is_some_and(|chain| chain.fix != Fix::Element) =>
                 {
                     lifted = CallSite {
-                        context: Context {
-                            loop_id: outer,
-                            ..call.context.clone()
-                        },
+                        context: call.context.in_loop(outer),
                         ..call.clone()
                     };
                     &lifted

@@ -113,6 +113,16 @@ pub struct Context {
     pub flag: Option<FlagGuard>,
 }
 
+impl Context {
+    /// The same place, counted in another loop (`None`: outside loops).
+    pub fn in_loop(&self, loop_id: Option<usize>) -> Context {
+        Context {
+            loop_id,
+            ..self.clone()
+        }
+    }
+}
+
 /// How the fix for a read reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Fix {

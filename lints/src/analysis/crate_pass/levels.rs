@@ -599,14 +599,14 @@ impl CrateIndex<'_> {
     }
 }
 
-/// Whether a loop of steps is sequential rather than a walk over items: it
-/// repeats (`loop`, `while`, a range), hands a value on to its next pass
-/// (generation, a sampler's timesteps), or encloses such a loop.
 /// A call by the name of an optimizer's bare step, for [`CrateIndex::named_update_runs`].
 fn is_bare_step(name: &str) -> bool {
     name == "step"
 }
 
+/// Whether a loop of steps is sequential rather than a walk over items: it
+/// repeats (`loop`, `while`, a range), hands a value on to its next pass
+/// (generation, a sampler's timesteps), or encloses such a loop.
 fn is_sequential(facts: &crate::analysis::facts::LoopFacts, encloses_sequence: bool) -> bool {
     facts.repeats || facts.feeds_back || facts.carries || encloses_sequence
 }
