@@ -349,12 +349,12 @@ impl Walker<'_> {
     }
 
     pub(super) fn method_call(&mut self, m: &ExprMethodCall) -> Val {
-        let line = m.method.span().start().line;
-        for callback in super::syntax::frame_registrations(m) {
+        let name = m.method.to_string();
+        for callback in super::syntax::frame_registrations(&name, m) {
+            let line = m.method.span().start().line;
             self.facts.frame_callbacks.push((callback, line));
         }
         let receiver = self.expr(&m.receiver);
-        let name = m.method.to_string();
         let adapter = self.adapter_params(&name, &receiver, &m.args);
         let parts = adapter.is_some() && self.holds_parts(&m.receiver);
         let mut args = Vec::with_capacity(m.args.len());

@@ -1397,7 +1397,7 @@ pub(crate) fn wrapped_tail<'a>(ty: &'a Type, tail: &'a Expr) -> Option<(&'a Type
 /// act)))` or `add_system(act)` (not a start-up schedule's), and a notan
 /// app's `.update(update)` or `.draw(draw)` on the builder `init_with` or
 /// `init` starts.
-pub(super) fn frame_registrations(m: &ExprMethodCall) -> Vec<String> {
+pub(super) fn frame_registrations(name: &str, m: &ExprMethodCall) -> Vec<String> {
     fn functions(expr: &Expr, out: &mut Vec<String>) {
         match expr {
             Expr::Path(p) if p.qself.is_none() => {
@@ -1420,9 +1420,8 @@ pub(super) fn frame_registrations(m: &ExprMethodCall) -> Vec<String> {
             _ => false,
         }
     }
-    let name = m.method.to_string();
     let mut out = Vec::new();
-    match name.as_str() {
+    match name {
         "add_system" | "add_systems" => {
             let startup = m.args.len() == 2
                 && matches!(m.args.first(), Some(Expr::Path(p))
