@@ -1348,14 +1348,7 @@ impl<'a> Walker<'a> {
     /// whole-tensor copies and crate calls made since `sites_before` and
     /// `calls_before`, for a writer that takes one of the names.
     fn note_copied(&mut self, pat: &Pat, sites_before: usize, calls_before: usize) {
-        let function = self.fn_state.context.function;
-        let sites: Vec<usize> = (sites_before..self.facts.sites.len())
-            .filter(|&i| {
-                let site = &self.facts.sites[i];
-                site.hit.fix == Fix::Bulk && site.context.function == function
-            })
-            .collect();
-        let calls: Vec<usize> = (calls_before..self.facts.calls.len()).collect();
+        let (sites, calls) = self.copies_since(sites_before, calls_before);
         if sites.is_empty() && calls.is_empty() {
             return;
         }
@@ -1364,6 +1357,19 @@ impl<'a> Walker<'a> {
                 .copied
                 .push((name, sites.clone(), calls.clone()));
         }
+    }
+
+    /// The whole-tensor copies of this function and the crate calls made
+    /// since `sites_before` and `calls_before`.
+    fn copies_since(&self, sites_before: usize, calls_before: usize) -> (Vec<usize>, Vec<usize>) {
+        let function = self.fn_state.context.function;
+        let sites = (sites_before..self.facts.sites.len())
+            .filter(|&i| {
+                let site = &self.facts.sites[i];
+                site.hit.fix == Fix::Bulk && site.context.function == function
+            })
+            .collect();
+        (sites, (calls_before..self.facts.calls.len()).collect())
     }
 
     /// A writer (`write_features(..)`, `fs::write(..)`, `img.save(..)`)
@@ -1386,19 +1392,36 @@ impl<'a> Walker<'a> {
             else {
                 continue;
             };
-            for i in sites {
-                let context = &mut self.facts.sites[i].context;
-                if context.cold.is_none() {
-                    context.cold = Some(Cold::Written {
-                        writer: name.to_owned(),
-                    });
-                }
+            self.mark_written(name, sites, calls);
+        }
+    }
+
+    /// A writer whose receiver or arguments copy the tensor themselves
+    /// (`t.to_device(Device::Cpu).write_npy(path)`, `save_frame(&t.to(Device::Cpu),
+    /// i)`): the whole-tensor copies made since `sites_before`, while they
+    /// were walked, are what it writes out. Not the crate calls among them:
+    /// what a helper returns there may be a scalar that is only logged
+    /// (`writer.write_scalar("scale", step, scaler.current_scale())`).
+    pub(super) fn written_directly(&mut self, name: &str, sites_before: usize) {
+        if syntax::is_writer(name) {
+            let (sites, _) = self.copies_since(sites_before, self.facts.calls.len());
+            self.mark_written(name, sites, Vec::new());
+        }
+    }
+
+    fn mark_written(&mut self, name: &str, sites: Vec<usize>, calls: Vec<usize>) {
+        for i in sites {
+            let context = &mut self.facts.sites[i].context;
+            if context.cold.is_none() {
+                context.cold = Some(Cold::Written {
+                    writer: name.to_owned(),
+                });
             }
-            for i in calls {
-                self.facts.calls[i]
-                    .written_by
-                    .get_or_insert_with(|| name.to_owned());
-            }
+        }
+        for i in calls {
+            self.facts.calls[i]
+                .written_by
+                .get_or_insert_with(|| name.to_owned());
         }
     }
 

@@ -1,9 +1,12 @@
 //! A whole tensor copied to the host and bound to a local that a writer
 //! then takes (`write_frame(&data)`, `save_features(&features)`) is what is
 //! written out: one copy per item whose copy is the point, a note, whether
-//! the copy is written in the loop or made by a helper that returns it. A
-//! copy the loop computes with stays a warning, and so does a scalar read
-//! that is only logged: it waits on every step for one number.
+//! the copy is written in the loop or made by a helper that returns it. So
+//! is a copy made in the writer's own receiver or arguments
+//! (`t.to_device(Device::Cpu).write_npy(path)`). A copy the loop computes
+//! with stays a warning, and so does a scalar read that is only logged: it
+//! waits on every step for one number, also where a helper that returns it
+//! is called in a writer's arguments.
 
 use std::fs::File;
 use std::io::Write;
@@ -22,6 +25,10 @@ fn save_features(features: &Tensor, index: usize) {
 
 fn write_log(file: &mut File, step: usize, loss: f64) -> std::io::Result<()> {
     writeln!(file, "{step} {loss}")
+}
+
+fn current_scale(scale: &Tensor) -> f32 {
+    Vec::<f32>::try_from(scale).unwrap()[0] //~ warning host-sync
 }
 
 fn extract(model: &nn::Linear, xs: &Tensor) -> Tensor {
@@ -50,6 +57,15 @@ fn main() -> std::io::Result<()> {
         let best = probs.iter().cloned().fold(f32::MIN, f32::max);
         println!("{best}");
     }
+    for chunk in 0..100 {
+        let xs = Tensor::randn([8, 64], (Kind::Float, device));
+        let codes = model.forward(&xs).argmax(-1, false);
+        codes
+            .to_device(Device::Cpu) //~ note host-sync
+            .write_npy(format!("{chunk}.codes.npy"))
+            .unwrap();
+        save_features(&model.forward(&xs).to_device(Device::Cpu), chunk); //~ note host-sync
+    }
     let mut opt = nn::Adam::default().build(&vs, 1e-3).unwrap();
     let mut log = File::create("loss.txt")?;
     for step in 0..1000 {
@@ -58,6 +74,10 @@ fn main() -> std::io::Result<()> {
         opt.backward_step(&loss);
         let value = f64::try_from(&loss).unwrap(); //~ warning host-sync
         write_log(&mut log, step, value)?;
+    }
+    let scale = Tensor::full([1], 65536.0, (Kind::Float, device));
+    for step in 0..1000 {
+        write_log(&mut log, step, current_scale(&scale) as f64)?; //~ warning host-sync
     }
     Ok(())
 }

@@ -116,10 +116,12 @@ impl Walker<'_> {
             return Val::Tuple(vec![Val::Other, Val::Other]);
         }
 
+        let sites_before = self.facts.sites.len();
         let mut args = Vec::with_capacity(c.args.len());
         for arg in &c.args {
             args.push(self.expr(arg));
         }
+        self.written_directly(&name, sites_before);
         let item_args = c.args.iter().any(|a| self.is_item(a));
 
         // `f64::try_from(&t)`, `Vec::<f32>::try_from(&t)`, `<f64>::from(&t)`.
@@ -354,6 +356,7 @@ impl Walker<'_> {
             let line = m.method.span().start().line;
             self.facts.frame_callbacks.push((callback, line));
         }
+        let sites_before = self.facts.sites.len();
         let receiver = self.expr(&m.receiver);
         let adapter = self.adapter_params(&name, &receiver, &m.args);
         let parts = adapter.is_some() && self.holds_parts(&m.receiver);
@@ -394,6 +397,7 @@ impl Walker<'_> {
             };
             args.push(value);
         }
+        self.written_directly(&name, sites_before);
         let loc = self.loc(m.method.span(), m.paren_token.span.close());
         let scalar_turbofish = m.turbofish.as_ref().is_some_and(|t| {
             t.args.len() == 1
