@@ -1358,9 +1358,13 @@ impl<'a> CrateIndex<'a> {
                     continue;
                 }
                 // A use: not its definition (`fn name`), not a module of
-                // the same name (`mod name`, `name::..`).
+                // the same name (`mod name`, `name::..`); a turbofish
+                // (`name::<A, B>(..)`) is a use.
                 if let Some((&name, _)) = by_name.get_key_value(word) {
-                    if !matches!(previous, "fn" | "mod") && !rest.trim_start().starts_with("::") {
+                    let after = rest.trim_start();
+                    let module =
+                        after.starts_with("::") && !after[2..].trim_start().starts_with('<');
+                    if !matches!(previous, "fn" | "mod") && !module {
                         *uses.entry(name).or_default() += 1;
                     }
                 }
@@ -1387,10 +1391,31 @@ impl<'a> CrateIndex<'a> {
                 .function
                 .map(|f| (file, f))
         };
+        // A library's function may be called by other crates: where it is
+        // prepared for crates.io, or where nothing in sight runs at all (a
+        // library without a program, a Python extension), its functions are
+        // what others run. A library beside the programs that use it is
+        // run only as far as they reach it.
+        // A program: a binary or example, or `src/main.rs` beside the
+        // library (a root of the library's unit that defines `main`; a
+        // build script's `main` runs no library code).
+        let programs_in_sight = self.files.iter().any(|f| {
+            f.program
+                || (f.module.is_empty()
+                    && self.units[f.unit].target == super::scope::Target::Lib
+                    && f.facts
+                        .functions
+                        .iter()
+                        .any(|g| g.name == "main" && g.owner.is_none()))
+        });
+        let run_from_sight = |id: &FnId| {
+            let file = &self.files[id.0];
+            !file.published && (file.program || programs_in_sight)
+        };
         // Nothing calls or names them, or only they call themselves; or,
-        // in a program, every use of their name is a call that resolves to
-        // another function of that name (`supervised::train()` beside a
-        // `ppo::train` nothing calls).
+        // where only what is in sight runs them, every use of their name is
+        // a call that resolves to another function of that name
+        // (`supervised::train()` beside a `ppo::train` nothing calls).
         let unnamed = by_name
             .iter()
             .filter(|(name, _)| !uses.contains_key(*name))
@@ -1400,7 +1425,13 @@ impl<'a> CrateIndex<'a> {
                     .iter()
                     .copied()
                     .flatten()
-                    .filter(|id| self.files[id.0].program),
+                    // A library's method may be reached through a receiver
+                    // whose type the walk does not see: only its free
+                    // functions are known by their calls.
+                    .filter(|id| {
+                        self.files[id.0].program
+                            || (run_from_sight(id) && self.function(**id).owner.is_none())
+                    }),
             )
             .filter(|id| !callers.contains_key(id));
         let only_recursive = only_called.iter().copied().flatten().filter(|id| {
@@ -1416,8 +1447,7 @@ impl<'a> CrateIndex<'a> {
         loop {
             let mut grew = false;
             for &id in only_called.iter().copied().flatten() {
-                // A library's function may be called by other crates.
-                if never.contains_key(&id) || !self.files[id.0].program {
+                if never.contains_key(&id) || !run_from_sight(&id) {
                     continue;
                 }
                 let Some(sites) = callers.get(&id) else {
