@@ -157,7 +157,14 @@ impl Walker<'_> {
                 let args = parse_args(&mac.tokens);
                 for arg in &args {
                     let value = self.expr(&arg.expr);
-                    self.format_arg(&name, FormatTrait::Debug, &value, arg_loc(self, &arg.expr));
+                    let loc = arg_loc(self, &arg.expr);
+                    self.format_arg(
+                        &name,
+                        FormatTrait::Debug,
+                        &value,
+                        local_name(&arg.expr),
+                        loc,
+                    );
                 }
                 Val::Unknown
             }
@@ -199,7 +206,7 @@ impl Walker<'_> {
         for (arg, value) in args.iter().zip(&values) {
             if let Some(how) = arg.sigil {
                 let loc = arg_loc(self, &arg.expr);
-                self.format_arg(name, how, value, loc);
+                self.format_arg(name, how, value, local_name(&arg.expr), loc);
             }
         }
         let Some(format_at) = format_at else { return };
@@ -239,7 +246,7 @@ impl Walker<'_> {
                         // An inline `{loss}` captures a variable.
                         let value = self.lookup_name(var);
                         let loc = inline_loc(literal, &raw, placeholder.start, placeholder.end);
-                        self.format_arg(name, how, &value, loc);
+                        self.format_arg(name, how, &value, Some(var.clone()), loc);
                     }
                     named
                 }
@@ -247,14 +254,29 @@ impl Walker<'_> {
             if let Some(index) = index {
                 if reported.insert(format!("arg {index}")) {
                     let loc = arg_loc(self, &args[index].expr);
-                    self.format_arg(name, how, &values[index], loc);
+                    let local = local_name(&args[index].expr);
+                    self.format_arg(name, how, &values[index], local, loc);
                 }
             }
         }
     }
 
-    fn format_arg(&mut self, macro_name: &str, how: FormatTrait, value: &Val, loc: Loc) {
-        let scalar = matches!(value, Val::Tensor(facts) if facts.scalar);
+    /// `local`: the local the argument names, if it names one: a local the
+    /// function backpropagates from is a 0-dim tensor.
+    fn format_arg(
+        &mut self,
+        macro_name: &str,
+        how: FormatTrait,
+        value: &Val,
+        local: Option<String>,
+        loc: Loc,
+    ) {
+        let backpropagated = local.is_some_and(|name| self.backpropagated(&name));
+        let scalar = match value {
+            Val::Tensor(facts) => facts.scalar || backpropagated,
+            Val::Deferred(..) => backpropagated,
+            _ => false,
+        };
         let arg = FormatArg {
             macro_name,
             how,
@@ -291,6 +313,16 @@ fn mentions_interesting_ident(tokens: &TokenStream) -> bool {
         TokenTree::Group(group) => mentions_interesting_ident(&group.stream()),
         _ => false,
     })
+}
+
+/// The local an argument names (`loss`, `&loss`), if it names one.
+fn local_name(expr: &Expr) -> Option<String> {
+    match expr {
+        Expr::Path(p) => p.path.get_ident().map(ToString::to_string),
+        Expr::Reference(r) => local_name(&r.expr),
+        Expr::Paren(p) => local_name(&p.expr),
+        _ => None,
+    }
 }
 
 fn arg_loc(walker: &Walker<'_>, expr: &Expr) -> Loc {

@@ -35,9 +35,9 @@ mod syntax;
 
 pub(crate) use syntax::first_span;
 use syntax::{
-    diverges, expr_attrs, is_part, is_some_pattern, leaves_block, listed, param_of,
-    path_has_segment, reads_elapsed, rebinds_a_name, root_ident, set_on_device, splits_a_tensor,
-    starts_a_timer, strip_references, takes_a_lock, takes_next, type_args, type_name, Listed,
+    body_locals, diverges, expr_attrs, is_part, is_some_pattern, leaves_block, listed, param_of,
+    path_has_segment, reads_elapsed, rebinds_a_name, root_ident, splits_a_tensor, starts_a_timer,
+    strip_references, takes_a_lock, takes_next, type_args, type_name, BodyLocals, Listed,
 };
 
 /// How deep the walker follows nested expressions before giving up on the
@@ -249,6 +249,9 @@ struct FnState {
     /// a VarStore built on the CPU first, and the modules built from it,
     /// end up on that device.
     set_on_device: Vec<String>,
+    /// Locals the body backpropagates from: 0-dim tensors (see
+    /// [`syntax::BodyLocals`]).
+    backpropagated: Vec<String>,
     /// The function's parameters bound to a plain name (not `self`).
     inputs: Vec<String>,
     /// Locals holding a lock's guard (`let mut q = shared.queue.lock()
@@ -725,6 +728,10 @@ impl<'a> Walker<'a> {
             .then_some(loc.line),
         });
         self.next_statement += 1;
+        let BodyLocals {
+            set_on_device,
+            backpropagated,
+        } = body_locals(block);
         self.fn_state = FnState {
             self_ty: owner,
             generics,
@@ -737,7 +744,8 @@ impl<'a> Walker<'a> {
                 cold,
                 flag: None,
             },
-            set_on_device: set_on_device(block),
+            set_on_device,
+            backpropagated,
             ..FnState::default()
         };
         self.push_scope();
@@ -1370,6 +1378,11 @@ impl<'a> Walker<'a> {
             })
             .collect();
         (sites, (calls_before..self.facts.calls.len()).collect())
+    }
+
+    /// Whether the function backpropagates from this local.
+    pub(super) fn backpropagated(&self, name: &str) -> bool {
+        self.fn_state.backpropagated.iter().any(|b| b == name)
     }
 
     /// A writer (`write_features(..)`, `fs::write(..)`, `img.save(..)`)

@@ -24,7 +24,8 @@ declare_rule! {
     /// * printing: `t.print()`, `t.to_string()`, and a tensor formatted with
     ///   `{}` in `println!`, `format!`, `write!` or a log macro. `{:?}` only
     ///   prints the shape and kind, except for tensors with fewer than ten
-    ///   elements, so it is reported for 0-dim tensors (losses, means) only.
+    ///   elements, so it is reported for 0-dim tensors (losses, means, and
+    ///   what the function backpropagates from) only.
     ///
     /// Values whose provenance is visibly the CPU (`Device::Cpu`,
     /// `tch::kind::FLOAT_CPU`, `Tensor::from_slice`, and tensors computed

@@ -593,11 +593,30 @@ pub(super) fn moves_its_input(closure: &ExprClosure) -> bool {
     moves.found
 }
 
-/// The locals a block moves to a device other than the CPU with
-/// `set_device` (`vs.set_device(Device::Mps)`).
-pub(super) fn set_on_device(block: &Block) -> Vec<String> {
-    struct Moves(Vec<String>);
-    impl<'ast> syn::visit::Visit<'ast> for Moves {
+/// What a function body's method calls say of its locals, gathered in one
+/// pass before the body is walked.
+#[derive(Default)]
+pub(super) struct BodyLocals {
+    /// Moved to a device other than the CPU with `set_device`
+    /// (`vs.set_device(Device::Mps)`).
+    pub set_on_device: Vec<String>,
+    /// Backpropagated from (`loss.backward()`, `opt.backward_step(&loss)`):
+    /// libtorch creates the gradient implicitly only for a 0-dim output, so
+    /// each is a 0-dim tensor, wherever in the body it is printed.
+    pub backpropagated: Vec<String>,
+}
+
+pub(super) fn body_locals(block: &Block) -> BodyLocals {
+    fn local(expr: &Expr) -> Option<String> {
+        match expr {
+            Expr::Path(p) => p.path.get_ident().map(ToString::to_string),
+            Expr::Reference(r) => local(&r.expr),
+            Expr::Paren(p) => local(&p.expr),
+            _ => None,
+        }
+    }
+    struct Locals(BodyLocals);
+    impl<'ast> syn::visit::Visit<'ast> for Locals {
         fn visit_expr_method_call(&mut self, m: &'ast ExprMethodCall) {
             let to_cpu = m.args.first().is_some_and(|a| {
                 matches!(a, Expr::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Cpu"))
@@ -605,16 +624,27 @@ pub(super) fn set_on_device(block: &Block) -> Vec<String> {
             if m.method == "set_device" && !to_cpu {
                 if let Expr::Path(p) = &*m.receiver {
                     if let Some(ident) = p.path.get_ident() {
-                        self.0.push(ident.to_string());
+                        self.0.set_on_device.push(ident.to_string());
                     }
                 }
             }
+            let backpropagated = if m.method == "backward" && m.args.is_empty() {
+                local(&m.receiver)
+            } else if matches!(
+                m.method.to_string().as_str(),
+                "backward_step" | "backward_step_clip" | "backward_step_clip_norm"
+            ) {
+                m.args.first().and_then(local)
+            } else {
+                None
+            };
+            self.0.backpropagated.extend(backpropagated);
             syn::visit::visit_expr_method_call(self, m);
         }
     }
-    let mut moves = Moves(Vec::new());
-    syn::visit::Visit::visit_block(&mut moves, block);
-    moves.0
+    let mut locals = Locals(BodyLocals::default());
+    syn::visit::Visit::visit_block(&mut locals, block);
+    locals.0
 }
 
 /// The attributes written on an expression statement.
