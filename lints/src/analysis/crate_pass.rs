@@ -1656,6 +1656,12 @@ impl<'a> CrateIndex<'a> {
             return None;
         }
         let any = callees.len() > 1 && self.dispatches(file, call);
+        // Nothing to substitute into where no callee syncs, or where a call
+        // that is no dispatch reaches one that does not.
+        let syncing_callees = callees.iter().filter(|c| syncs.contains_key(c)).count();
+        if syncing_callees == 0 || (!any && syncing_callees < callees.len()) {
+            return None;
+        }
         let args: Vec<Place> = call
             .args
             .iter()
