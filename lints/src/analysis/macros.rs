@@ -14,7 +14,7 @@ use syn::{Expr, Lit, Token};
 use super::facts::{Cold, Loc};
 use super::hot_path::{is_debug_assertion, is_debug_log};
 use super::values::Val;
-use super::walker::{collection_of, Walker};
+use super::walker::{collection_of, local_name, Walker};
 use crate::rules::{self, CalleeName, FormatArg, FormatTrait};
 
 /// How a macro uses its arguments.
@@ -313,16 +313,6 @@ fn mentions_interesting_ident(tokens: &TokenStream) -> bool {
         TokenTree::Group(group) => mentions_interesting_ident(&group.stream()),
         _ => false,
     })
-}
-
-/// The local an argument names (`loss`, `&loss`), if it names one.
-fn local_name(expr: &Expr) -> Option<String> {
-    match expr {
-        Expr::Path(p) => p.path.get_ident().map(ToString::to_string),
-        Expr::Reference(r) => local_name(&r.expr),
-        Expr::Paren(p) => local_name(&p.expr),
-        _ => None,
-    }
 }
 
 fn arg_loc(walker: &Walker<'_>, expr: &Expr) -> Loc {

@@ -33,12 +33,12 @@ mod calls;
 mod expressions;
 mod syntax;
 
-pub(crate) use syntax::first_span;
 use syntax::{
     body_locals, diverges, expr_attrs, is_part, is_some_pattern, leaves_block, listed, param_of,
     path_has_segment, reads_elapsed, rebinds_a_name, root_ident, splits_a_tensor, starts_a_timer,
     strip_references, takes_a_lock, takes_next, type_args, type_name, BodyLocals, Listed,
 };
+pub(crate) use syntax::{first_span, local_name};
 
 /// How deep the walker follows nested expressions before giving up on the
 /// rest of one; far beyond real code, well within the worker's stack.
@@ -1356,7 +1356,8 @@ impl<'a> Walker<'a> {
     /// whole-tensor copies and crate calls made since `sites_before` and
     /// `calls_before`, for a writer that takes one of the names.
     fn note_copied(&mut self, pat: &Pat, sites_before: usize, calls_before: usize) {
-        let (sites, calls) = self.copies_since(sites_before, calls_before);
+        let sites = self.copies_since(sites_before);
+        let calls: Vec<usize> = (calls_before..self.facts.calls.len()).collect();
         if sites.is_empty() && calls.is_empty() {
             return;
         }
@@ -1367,17 +1368,15 @@ impl<'a> Walker<'a> {
         }
     }
 
-    /// The whole-tensor copies of this function and the crate calls made
-    /// since `sites_before` and `calls_before`.
-    fn copies_since(&self, sites_before: usize, calls_before: usize) -> (Vec<usize>, Vec<usize>) {
+    /// The whole-tensor copies of this function made since `sites_before`.
+    fn copies_since(&self, sites_before: usize) -> Vec<usize> {
         let function = self.fn_state.context.function;
-        let sites = (sites_before..self.facts.sites.len())
+        (sites_before..self.facts.sites.len())
             .filter(|&i| {
                 let site = &self.facts.sites[i];
                 site.hit.fix == Fix::Bulk && site.context.function == function
             })
-            .collect();
-        (sites, (calls_before..self.facts.calls.len()).collect())
+            .collect()
     }
 
     /// Whether the function backpropagates from this local.
@@ -1417,7 +1416,7 @@ impl<'a> Walker<'a> {
     /// (`writer.write_scalar("scale", step, scaler.current_scale())`).
     pub(super) fn written_directly(&mut self, name: &str, sites_before: usize) {
         if syntax::is_writer(name) {
-            let (sites, _) = self.copies_since(sites_before, self.facts.calls.len());
+            let sites = self.copies_since(sites_before);
             self.mark_written(name, sites, Vec::new());
         }
     }

@@ -256,6 +256,15 @@ pub(super) fn strip_references(expr: &Expr) -> &Expr {
     }
 }
 
+/// The local an expression names (`loss`, `&loss`, `(loss)`), if it names
+/// one.
+pub(crate) fn local_name(expr: &Expr) -> Option<String> {
+    match strip_references(expr) {
+        Expr::Path(p) => p.path.get_ident().map(ToString::to_string),
+        _ => None,
+    }
+}
+
 /// Whether an expression takes a part of a tensor (`t.get(i)`,
 /// `t.select(0, i)`, `t.i(..)`), possibly reshaped or unwrapped.
 pub(super) fn is_part(expr: &Expr) -> bool {
@@ -607,14 +616,6 @@ pub(super) struct BodyLocals {
 }
 
 pub(super) fn body_locals(block: &Block) -> BodyLocals {
-    fn local(expr: &Expr) -> Option<String> {
-        match expr {
-            Expr::Path(p) => p.path.get_ident().map(ToString::to_string),
-            Expr::Reference(r) => local(&r.expr),
-            Expr::Paren(p) => local(&p.expr),
-            _ => None,
-        }
-    }
     struct Locals(BodyLocals);
     impl<'ast> syn::visit::Visit<'ast> for Locals {
         fn visit_expr_method_call(&mut self, m: &'ast ExprMethodCall) {
@@ -629,12 +630,12 @@ pub(super) fn body_locals(block: &Block) -> BodyLocals {
                 }
             }
             let backpropagated = if m.method == "backward" && m.args.is_empty() {
-                local(&m.receiver)
+                local_name(&m.receiver)
             } else if matches!(
                 m.method.to_string().as_str(),
                 "backward_step" | "backward_step_clip" | "backward_step_clip_norm"
             ) {
-                m.args.first().and_then(local)
+                m.args.first().and_then(local_name)
             } else {
                 None
             };
