@@ -467,6 +467,19 @@ pub const CHANNEL: &str = "<channel>";
 /// The field of [`CHANNEL`] that sent values are stored into.
 pub const CHANNEL_MESSAGE: &str = "message";
 
+/// The field of [`CHANNEL`] that sent values of no known shape are also
+/// stored into: neither a tuple (whose parts are stored by position, see
+/// [`channel_part`]) nor a struct or enum value built where it is sent
+/// (`Request::new(q)`, `Flag::Stop(rank)`), which no receiver can take
+/// apart as a tuple.
+pub const CHANNEL_OPEN: &str = "message?";
+
+/// The field of [`CHANNEL`] that part `index` of each tuple sent is stored
+/// into: what `let (policy, value) = rx.recv()?` binds `value` to.
+pub fn channel_part(index: usize) -> String {
+    format!("{CHANNEL_MESSAGE}.{index}")
+}
+
 /// A value stored into a struct's field: `S { f: v }`, `self.f = v`.
 #[derive(Clone, Debug)]
 pub struct FieldStore {
@@ -485,6 +498,9 @@ pub struct FieldStore {
     /// first (`self.config.device = d` in a builder: `config`), followed
     /// by the crate pass through the fields' declared types.
     pub through: Vec<String>,
+    /// The stored value's type where only the crate pass can tell it (a
+    /// message sent over a channel that a crate function returned).
+    pub ty: Option<TypeRef>,
 }
 
 /// A type alias of a type tch converts tensors into

@@ -14,9 +14,9 @@ use syn::{
 };
 
 use super::facts::{
-    AliasFacts, CallSite, Callee, Cold, Context, FieldStore, FileFacts, Fix, FlagGuard, FnFacts,
-    Loc, LoopFacts, Site, StructFacts, TraitFacts, TyKind, UseFacts, CHANNEL, CHANNEL_MESSAGE,
-    FIXED_LOOP_MAX,
+    channel_part, AliasFacts, CallSite, Callee, Cold, Context, FieldStore, FileFacts, Fix,
+    FlagGuard, FnFacts, Loc, LoopFacts, Site, StructFacts, TraitFacts, TyKind, UseFacts, CHANNEL,
+    CHANNEL_MESSAGE, CHANNEL_OPEN, FIXED_LOOP_MAX,
 };
 use super::hot_path::{attrs_cold, cfg_macro_cold, Features};
 use super::types::{

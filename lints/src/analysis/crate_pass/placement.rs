@@ -5,7 +5,7 @@
 //! in "possibly on a device".
 
 use super::*;
-use crate::analysis::facts::CHANNEL;
+use crate::analysis::facts::{channel_part, CHANNEL, CHANNEL_MESSAGE, CHANNEL_OPEN};
 
 /// Place references one question may look at before giving up.
 const PLACE_BUDGET: usize = 20_000;
@@ -117,6 +117,14 @@ impl CrateIndex<'_> {
                 }
                 _ => false,
             },
+            // A part of a message taken apart as a tuple (`let (policy,
+            // value) = rx.recv()?`) comes from that part of each tuple sent,
+            // or from a message of no known shape; a struct or enum value
+            // sent (a request on another channel) is never one.
+            PlaceRef::Value(TypeRef::Part {
+                base,
+                index: Some(index),
+            }) if is_channel_message(base) => self.channel_part_cpu(*index, depth),
             PlaceRef::Value(TypeRef::Part { base, .. }) => {
                 let base = PlaceRef::Value((**base).clone());
                 self.ref_cpu(&base, file, env, depth + 1)
@@ -282,6 +290,36 @@ impl CrateIndex<'_> {
         })
     }
 
+    /// Whether part `index` of every tuple the crate sends over a channel,
+    /// and every message of no known shape it sends, is on the CPU (and
+    /// some such message is sent). A message a crate function built as one
+    /// of the crate's structs (`let request = Request::new(q)`) is no tuple.
+    fn channel_part_cpu(&self, index: usize, depth: usize) -> bool {
+        let part = channel_part(index);
+        let mut sent = Vec::new();
+        for field in [part.as_str(), CHANNEL_OPEN] {
+            let Some(stores) = self.stores.get(&(CHANNEL, field)) else {
+                continue;
+            };
+            sent.extend(stores.iter().filter(|(file, store)| {
+                let from = Some(self.files[*file].unit);
+                let built = field == CHANNEL_OPEN
+                    && store.ty.as_ref().is_some_and(|ty| {
+                        matches!(self.resolve(ty, from),
+                            Some(TyKind::Named(name)) if self.local_types.contains(name.as_str()))
+                    });
+                !store.empty && !built && !self.sends_no_data(store, *file)
+            }));
+        }
+        !sent.is_empty()
+            && sent.iter().all(|(file, store)| {
+                store.place.as_ref().is_some_and(|place| {
+                    let env = Env::In(store.function.map(|f| (*file, f)));
+                    self.place_cpu(place, *file, &env, depth + 1)
+                })
+            })
+    }
+
     /// Whether every value the crate stores into `owner.field` is on the CPU.
     pub(super) fn field_cpu(&self, owner: &str, field: &str, depth: usize) -> bool {
         self.memo(PlaceKey::Field(owner.to_owned(), field.to_owned()), || {
@@ -441,6 +479,13 @@ pub(crate) fn substitute(place: &Place, args: &[Place]) -> Place {
         out = out.either(part);
     }
     out
+}
+
+/// The message a channel receive gives (`rx.recv()`), as the walker
+/// types it.
+fn is_channel_message(ty: &TypeRef) -> bool {
+    matches!(ty, TypeRef::Field { base, field }
+        if field == CHANNEL_MESSAGE && matches!(&**base, TypeRef::Named(owner) if owner == CHANNEL))
 }
 
 #[cfg(test)]

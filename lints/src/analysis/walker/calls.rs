@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::rules::{self, CalleeName, Conversion, PathCall, Target};
-use syntax::{ends_in_reduction, names_a_kind, takes_a_lock};
+use syntax::{ends_in_reduction, names_a_kind, sends_named_value, takes_a_lock};
 
 /// A type name that may be a crate's alias of a type tch converts tensors
 /// into: capitalised, and not one of std's or tch's own types.
@@ -482,9 +482,9 @@ impl Walker<'_> {
             && !matches!(receiver, Val::Tensor(_) | Val::Tensors { .. })
         {
             if self.holds_no_data(&m.args[0]) {
-                self.store_sent(&Val::Other);
+                self.store_sent(&Val::Other, true);
             } else {
-                self.store_sent(&args[0]);
+                self.store_sent(&args[0], sends_named_value(&m.args[0]));
             }
         }
         // `scheduler.step(epoch)`, `early_stopping.step(score)`: bookkeeping

@@ -339,30 +339,55 @@ impl Walker<'_> {
 
     /// Records a value sent over a channel (`tx.send(v)`): a store into the
     /// channel's one field, a tuple's parts one by one (the message is on
-    /// the CPU if each of them is). A value that holds no data (`()`, a
-    /// number, a sender) says nothing about where received data is.
-    pub(super) fn store_sent(&mut self, value: &Val) {
+    /// the CPU if each of them is), and each part again by its position. A
+    /// value that holds no data (`()`, a number, a sender) says nothing
+    /// about where received data is. `built` is the message as written
+    /// when it is a struct or enum value built there (see
+    /// [`sends_named_value`]) or an array.
+    pub(super) fn store_sent(&mut self, value: &Val, built: bool) {
         if let Val::Tuple(parts) = value {
-            for part in parts {
-                self.store_sent(part);
+            for (index, part) in parts.iter().enumerate() {
+                self.store_sent_into(CHANNEL_MESSAGE, part);
+                self.store_sent_into(&channel_part(index), part);
             }
             return;
         }
-        match value {
-            Val::Tensor(_) => self.facts.sent.push(TyKind::Tensor),
-            Val::Tensors { .. } => self.facts.sent.push(TyKind::Tensors),
-            Val::Deferred(TypeRef::Named(name), _) => {
-                self.facts.sent.push(TyKind::Named(name.clone()))
+        self.store_sent_into(CHANNEL_MESSAGE, value);
+        // A tensor or a list of them is no tuple either.
+        if !built && !matches!(value, Val::Tensor(_) | Val::Tensors { .. }) {
+            self.store_sent_into(CHANNEL_OPEN, value);
+        }
+    }
+
+    /// Records one value sent over a channel into the channel's `field`.
+    fn store_sent_into(&mut self, field: &str, value: &Val) {
+        if let Val::Tuple(parts) = value {
+            for part in parts {
+                self.store_sent_into(field, part);
             }
-            _ => {}
+            return;
+        }
+        if field == CHANNEL_MESSAGE {
+            match value {
+                Val::Tensor(_) => self.facts.sent.push(TyKind::Tensor),
+                Val::Tensors { .. } => self.facts.sent.push(TyKind::Tensors),
+                Val::Deferred(TypeRef::Named(name), _) => {
+                    self.facts.sent.push(TyKind::Named(name.clone()))
+                }
+                _ => {}
+            }
         }
         self.facts.field_stores.push(FieldStore {
             owner: CHANNEL.to_owned(),
-            field: CHANNEL_MESSAGE.to_owned(),
+            field: field.to_owned(),
             place: value.place(),
             empty: *value == Val::Other,
             function: self.fn_state.context.function,
             through: Vec::new(),
+            ty: match value {
+                Val::Deferred(ty, _) => Some(ty.clone()),
+                _ => None,
+            },
         });
     }
 
@@ -394,6 +419,7 @@ impl Walker<'_> {
             empty: *value == Val::Other,
             function: self.fn_state.context.function,
             through,
+            ty: None,
         });
     }
 

@@ -1510,6 +1510,52 @@ pub(super) fn asks_for_user_input(cond: &Expr) -> bool {
     }
 }
 
+/// A message that is a struct or enum value or an array built where it is
+/// sent: a struct literal (`Request { query, reply }`), a constructor or
+/// variant of a type named by path (`Request::new(q, tx)`,
+/// `Flag::Stop(rank)`, `Flag::Halt`, `Batch(t)`), an array (`&[value]`).
+/// No receiver takes such a value apart as a tuple. The
+/// standard wrappers (`Box::new`, `Arc::new`, `Some`, `Ok`) wrap what they
+/// are given, and tch's `Tensor` is a tensor, not a message type.
+pub(super) fn sends_named_value(message: &Expr) -> bool {
+    const WRAPPERS: &[&str] = &[
+        "Box", "Arc", "Rc", "Mutex", "RwLock", "RefCell", "Cell", "Some", "Ok", "Err", "Vec",
+        "Tensor", "Self",
+    ];
+    let uppercase = |s: &syn::PathSegment| {
+        s.ident
+            .to_string()
+            .starts_with(|c: char| c.is_ascii_uppercase())
+    };
+    match message {
+        Expr::Struct(_) | Expr::Array(_) | Expr::Repeat(_) => true,
+        Expr::Paren(p) => sends_named_value(&p.expr),
+        Expr::Reference(r) => sends_named_value(&r.expr),
+        // `Flag::Halt`: a variant, both segments a type's name.
+        Expr::Path(p) => {
+            let segments: Vec<_> = p.path.segments.iter().collect();
+            matches!(segments.as_slice(), [.., ty, variant] if uppercase(ty) && uppercase(variant)
+                && !WRAPPERS.contains(&ty.ident.to_string().as_str()))
+        }
+        Expr::Call(c) => {
+            let Expr::Path(p) = &*c.func else {
+                return false;
+            };
+            let segments: Vec<_> = p.path.segments.iter().collect();
+            // The type the call builds: the segment before the function
+            // (`Request` of `Request::new`), or a tuple struct or variant
+            // called by its own name (`Batch(t)`).
+            let ty = match segments.as_slice() {
+                [.., ty, _] if uppercase(ty) => ty,
+                [.., only] if uppercase(only) => only,
+                _ => return false,
+            };
+            !WRAPPERS.contains(&ty.ident.to_string().as_str())
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
