@@ -289,6 +289,9 @@ pub(crate) struct CrateIndex<'a> {
     /// Method calls by the method's name: (file, call index).
     method_calls: HashMap<&'a str, Vec<(usize, usize)>>,
     local_types: HashSet<&'a str>,
+    /// Device constants by name: whether every one of that name in the
+    /// workspace is the CPU.
+    device_consts: HashMap<&'a str, bool>,
     /// The names of the workspace's modules and crates, as a path's first
     /// segment may name them (`shape::area`, `my_crate::train`).
     modules: HashSet<String>,
@@ -319,8 +322,12 @@ impl<'a> CrateIndex<'a> {
         let mut type_aliases: HashMap<&str, Vec<(usize, &str)>> = HashMap::new();
         let mut method_calls: HashMap<&str, Vec<(usize, usize)>> = HashMap::new();
         let mut local_types = HashSet::new();
+        let mut device_consts: HashMap<&str, bool> = HashMap::new();
         for (file_index, file) in files.iter().enumerate() {
             let facts = file.facts;
+            for (name, cpu) in &facts.device_consts {
+                *device_consts.entry(name.as_str()).or_insert(true) &= *cpu;
+            }
             for (fn_index, function) in facts.functions.iter().enumerate() {
                 // Calls of the default build resolve among the functions it
                 // compiles (one backend's `impl Tensor`, not the other's).
@@ -459,6 +466,7 @@ impl<'a> CrateIndex<'a> {
             type_aliases,
             method_calls,
             local_types,
+            device_consts,
             callers: RefCell::new(None),
             places: RefCell::new(HashMap::new()),
             visiting: RefCell::new(HashSet::new()),

@@ -554,6 +554,9 @@ pub struct FileFacts {
     /// start-up schedules (`add_systems(Update, (act, learn))`), a notan
     /// app's `.update(update)` and `.draw(draw)`.
     pub frame_callbacks: Vec<(String, usize)>,
+    /// Constants and statics whose value is a device (`static DEVICE:
+    /// Device = Device::Cpu;`), by name, with whether it is the CPU.
+    pub device_consts: Vec<(String, bool)>,
     /// `use` declarations.
     pub uses: Vec<UseFacts>,
     /// Traits.

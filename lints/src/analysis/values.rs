@@ -105,6 +105,10 @@ pub enum PlaceRef {
     /// On the CPU if every one of these is: a tuple of values with places
     /// of their own (`(policy, value)`), or either branch of an `if`.
     All(Vec<Place>),
+    /// A device constant or static another file of the workspace defines
+    /// (`use crate::utils::DEVICE;`): on the CPU where every constant of
+    /// that name in the workspace is the CPU.
+    Const(String),
 }
 
 /// Where a value's data lives.

@@ -419,6 +419,11 @@ impl<'a> Walker<'a> {
             self.flags.insert(ident.to_string(), b.value);
         }
         let value = self.const_val(expr);
+        if let Val::Device(place) = &value {
+            self.facts
+                .device_consts
+                .push((ident.to_string(), *place == Place::Cpu));
+        }
         if matches!(value, Val::Device(_)) || value.is_cpu_placement() {
             self.consts.insert(ident.to_string(), value);
         }

@@ -131,6 +131,7 @@ impl CrateIndex<'_> {
             }
             PlaceRef::Value(_) => false,
             PlaceRef::HostData(ty) => !matches!(self.resolve(ty, from), Some(TyKind::Number)),
+            PlaceRef::Const(name) => self.device_consts.get(name.as_str()) == Some(&true),
             PlaceRef::All(places) => places
                 .iter()
                 .all(|place| self.place_cpu(place, file, env, depth + 1)),
@@ -440,7 +441,7 @@ impl CrateIndex<'_> {
 pub(super) fn holds_param(reference: &PlaceRef) -> bool {
     match reference {
         PlaceRef::Param(_) => true,
-        PlaceRef::Value(_) | PlaceRef::HostData(_) => false,
+        PlaceRef::Value(_) | PlaceRef::HostData(_) | PlaceRef::Const(_) => false,
         PlaceRef::Call { args, .. } | PlaceRef::All(args) => args.iter().any(|a| match a {
             Place::CpuIf(refs) => refs.iter().any(holds_param),
             _ => false,
@@ -458,7 +459,9 @@ pub(crate) fn substitute(place: &Place, args: &[Place]) -> Place {
     for reference in refs {
         let part = match reference {
             PlaceRef::Param(i) => args.get(*i).cloned().unwrap_or_default(),
-            PlaceRef::Value(_) | PlaceRef::HostData(_) => Place::of(reference.clone()),
+            PlaceRef::Value(_) | PlaceRef::HostData(_) | PlaceRef::Const(_) => {
+                Place::of(reference.clone())
+            }
             PlaceRef::All(places) => places
                 .iter()
                 .map(|p| substitute(p, args))

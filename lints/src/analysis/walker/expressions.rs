@@ -1022,7 +1022,7 @@ impl Walker<'_> {
                 "FLOAT_CPU" | "DOUBLE_CPU" | "INT64_CPU" => cpu_options(),
                 // An absent value holds no data.
                 "None" => Val::Other,
-                _ => Val::Unknown,
+                _ => imported_device(&name),
             };
         }
         let Some(last) = segments.last() else {
@@ -1035,8 +1035,26 @@ impl Walker<'_> {
             (Some("Device"), _) => Val::Device(Place::Device),
             (Some("kind"), "FLOAT_CPU" | "DOUBLE_CPU" | "INT64_CPU") => cpu_options(),
             (Some("Kind"), _) => Val::Other,
-            _ => self.consts.get(&last).cloned().unwrap_or(Val::Unknown),
+            _ => self
+                .consts
+                .get(&last)
+                .cloned()
+                .unwrap_or_else(|| imported_device(&last)),
         }
+    }
+}
+
+/// A constant another file defines, named as devices are (`DEVICE`,
+/// `TORCH_DEVICE`, `DEV`): a device the crate pass places by every
+/// constant of that name in the workspace. Any other name is unknown.
+fn imported_device(name: &str) -> Val {
+    let constant = name
+        .chars()
+        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+    if constant && (name.contains("DEVICE") || name == "DEV") {
+        Val::Device(Place::CpuIf(vec![PlaceRef::Const(name.to_owned())]))
+    } else {
+        Val::Unknown
     }
 }
 
