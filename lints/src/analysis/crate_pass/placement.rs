@@ -309,16 +309,29 @@ impl CrateIndex<'_> {
                         matches!(self.resolve(ty, from),
                             Some(TyKind::Named(name)) if self.local_types.contains(name.as_str()))
                     });
-                !store.empty && !built && !self.sends_no_data(store, *file)
+                !built && self.holds_data(CHANNEL, *file, store)
             }));
         }
         !sent.is_empty()
-            && sent.iter().all(|(file, store)| {
-                store.place.as_ref().is_some_and(|place| {
-                    let env = Env::In(store.function.map(|f| (*file, f)));
-                    self.place_cpu(place, *file, &env, depth + 1)
-                })
-            })
+            && sent
+                .iter()
+                .all(|(file, store)| self.store_cpu(*file, store, depth))
+    }
+
+    /// Whether a store into `owner` holds data: not a store of nothing
+    /// (`None`, a number), nor a value sent over a channel that holds none
+    /// (a reply sender sent with a request, a number).
+    fn holds_data(&self, owner: &str, file: usize, store: &FieldStore) -> bool {
+        !(store.empty || owner == CHANNEL && self.sends_no_data(store, file))
+    }
+
+    /// Whether a stored value is on the CPU, placed in the function that
+    /// stores it.
+    fn store_cpu(&self, file: usize, store: &FieldStore, depth: usize) -> bool {
+        store.place.as_ref().is_some_and(|place| {
+            let env = Env::In(store.function.map(|f| (file, f)));
+            self.place_cpu(place, file, &env, depth + 1)
+        })
     }
 
     /// Whether every value the crate stores into `owner.field` is on the CPU.
@@ -328,25 +341,17 @@ impl CrateIndex<'_> {
                 .stores
                 .get(&(owner, field))
                 .map_or(&[][..], Vec::as_slice);
-            // Stores of nothing (`None`, a number) say nothing about where
-            // the field's data is; every other store must be CPU data.
-            // Nor does a value sent over a channel that holds none (a
-            // reply sender sent with a request, a number).
+            // Stores that hold no data say nothing about where the field's
+            // data is; every other store must be CPU data.
             let with_data: Vec<&(usize, &FieldStore)> = stores
                 .iter()
-                .filter(|(file, store)| {
-                    let sends_no_data = owner == CHANNEL && self.sends_no_data(store, *file);
-                    !store.empty && !sends_no_data
-                })
+                .filter(|(file, store)| self.holds_data(owner, *file, store))
                 .collect();
             let setters = self.setter_calls(owner, field);
             (!with_data.is_empty() || !setters.is_empty())
-                && with_data.iter().all(|(file, store)| {
-                    store.place.as_ref().is_some_and(|place| {
-                        let env = Env::In(store.function.map(|f| (*file, f)));
-                        self.place_cpu(place, *file, &env, depth + 1)
-                    })
-                })
+                && with_data
+                    .iter()
+                    .all(|(file, store)| self.store_cpu(*file, store, depth))
                 && setters.iter().all(|&(file, call)| {
                     let call = &self.files[file].facts.calls[call];
                     call.args.get(1).cloned().flatten().is_some_and(|place| {
